@@ -1,0 +1,1 @@
+"""The six levels' dialects, one package each (installed as `irforge.dialects`)."""

@@ -1,0 +1,33 @@
+"""irforge: a hackable ML compiler that lowers PyTorch programs to CUDA through six textual IR levels.
+
+The public API is small and loads lazily (nothing here imports torch):
+
+    parse_module(text, file)       text -> IR module
+    print_module(module)           IR module -> text
+    run_pipeline(module, "a,b{x=1}", ...)
+"""
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "parse_module": ("irforge.parser", "parse_module"),
+    "print_module": ("irforge.printer", "print_module"),
+    "verify": ("irforge.verifier", "verify"),
+    "IRForgeError": ("irforge.diagnostics", "IRForgeError"),
+    "run_pipeline": ("irforge.pass_manager", "run_pipeline"),
+    "Pass": ("irforge.pass_manager", "Pass"),
+    "option": ("irforge.pass_manager", "option"),
+    "registry": ("irforge.registry", "registry"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'irforge' has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

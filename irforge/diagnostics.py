@@ -1,0 +1,77 @@
+"""Diagnostics: located messages, the project's one error type, and rendering with the source line and a caret.
+
+Every user mistake (bad IR, unknown pass, bad option, unsupported torch op) raises `IRForgeError`, which the tools
+print as `file:line:col: error: message`, the offending source line and a caret, then exit 1. Sources are registered
+with `register_source` when they are read, so any later diagnostic that points into them can show its line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .location import UNKNOWN, Location
+
+_SOURCES: dict[str, str] = {}
+
+
+def register_source(name: str, text: str) -> None:
+    """Remember a source text so diagnostics pointing into it can quote the line."""
+    _SOURCES[name] = text
+
+
+def source_line(name: str, line: int) -> str | None:
+    text = _SOURCES.get(name)
+    if text is None:
+        try:
+            with open(name, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        _SOURCES[name] = text
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+@dataclass
+class Diagnostic:
+    severity: str  # "error" | "warning" | "note" | "remark"
+    message: str
+    loc: Location = UNKNOWN
+    notes: list[Diagnostic] = field(default_factory=list)
+
+    def render(self, with_source: bool = True) -> str:
+        flc = self.loc.file_line_col()
+        prefix = f"{flc.file}:{flc.line}:{flc.col}: " if flc else ""
+        out = [f"{prefix}{self.severity}: {self.message}"]
+        if flc and with_source:
+            src = source_line(flc.file, flc.line)
+            if src is not None:
+                out.append(src)
+                # Keep tabs so the caret lines up under the same column in a terminal.
+                pad = "".join(c if c == "\t" else " " for c in src[: max(flc.col - 1, 0)])
+                out.append(pad + "^")
+        out.extend(note.render(with_source) for note in self.notes)
+        return "\n".join(out)
+
+
+class IRForgeError(Exception):
+    """The project's error type: one or more located diagnostics, shown to the user without a traceback."""
+
+    def __init__(self, message: str | list[Diagnostic], loc: Location = UNKNOWN, notes=()):
+        if isinstance(message, list):
+            self.diagnostics = message
+        else:
+            self.diagnostics = [Diagnostic("error", message, loc, list(notes))]
+        super().__init__(self.diagnostics[0].message if self.diagnostics else "error")
+
+    @property
+    def loc(self) -> Location:
+        return self.diagnostics[0].loc
+
+    def render(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+def error(message: str, loc: Location = UNKNOWN, notes=()) -> IRForgeError:
+    """Build (not raise) an error, so call sites read `raise error(...)`."""
+    return IRForgeError(message, loc, [Diagnostic("note", m, lc) for m, lc in notes])

@@ -1,0 +1,343 @@
+"""Index expressions and index maps: affine arithmetic plus floor/ceil division, modulo, min and max.
+
+They describe how an output coordinate reaches an input coordinate (broadcast, transpose, reshape, slice), and the
+addresses of loads and stores at the lower levels. Leaves are constants and dimensions `Dim(i)`; a dimension is
+printed `d<i>` inside an `affine_map<...>`, or as the SSA value it stands for in an op's custom syntax.
+
+Python operators build simplified expressions (`d0 * 64 + d1`, `e // 4`, `e % 4`); the node constructors build
+exactly what they are given, which is what the parser needs to round-trip text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+class IndexExpr:
+    __slots__ = ()
+    prec: ClassVar[int] = 3  # 1: + -   2: * floordiv ceildiv mod   3: leaves, calls, parentheses
+
+    # Operators simplify as they build.
+    def __add__(self, o):
+        return add(self, o)
+
+    def __radd__(self, o):
+        return add(o, self)
+
+    def __sub__(self, o):
+        return add(self, mul(o, -1))
+
+    def __rsub__(self, o):
+        return add(o, mul(self, -1))
+
+    def __mul__(self, o):
+        return mul(self, o)
+
+    def __rmul__(self, o):
+        return mul(o, self)
+
+    def __floordiv__(self, o):
+        return floordiv(self, o)
+
+    def __mod__(self, o):
+        return mod(self, o)
+
+    def __neg__(self):
+        return mul(self, -1)
+
+    def children(self) -> tuple[IndexExpr, ...]:
+        return ()
+
+    def rebuild(self, kids) -> IndexExpr:
+        return self
+
+    def evaluate(self, dims):
+        """Value for `dims[i]` bound to `Dim(i)`; entries may be ints or integer numpy arrays."""
+        raise NotImplementedError
+
+    def substitute(self, repl) -> IndexExpr:
+        """Replace `Dim(i)` by `repl[i]` (a sequence or mapping of expressions), simplifying as it goes."""
+        if isinstance(self, Dim):
+            return as_expr(repl[self.index])
+        return _SIMPLIFY[type(self)](*(k.substitute(repl) for k in self.children())) if self.children() else self
+
+    def dims(self) -> frozenset[int]:
+        if isinstance(self, Dim):
+            return frozenset((self.index,))
+        return frozenset().union(*(k.dims() for k in self.children()))
+
+    def format(self, leaf=lambda i: f"d{i}") -> str:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True, slots=True)
+class Const(IndexExpr):
+    value: int
+
+    def evaluate(self, dims):
+        return self.value
+
+    def format(self, leaf=lambda i: f"d{i}") -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Dim(IndexExpr):
+    index: int
+
+    def evaluate(self, dims):
+        return dims[self.index]
+
+    def format(self, leaf=lambda i: f"d{i}") -> str:
+        return leaf(self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class _Binary(IndexExpr):
+    lhs: IndexExpr
+    rhs: IndexExpr
+    symbol: ClassVar[str]
+
+    def children(self):
+        return (self.lhs, self.rhs)
+
+    def rebuild(self, kids):
+        return type(self)(*kids)
+
+    def format(self, leaf=lambda i: f"d{i}") -> str:
+        # Left-associative grammar: parenthesise a right operand of equal precedence.
+        lhs = self.lhs.format(leaf)
+        rhs = self.rhs.format(leaf)
+        if self.lhs.prec < self.prec:
+            lhs = f"({lhs})"
+        if self.rhs.prec <= self.prec:
+            rhs = f"({rhs})"
+        return f"{lhs} {self.symbol} {rhs}"
+
+
+class Add(_Binary):
+    __slots__ = ()
+    prec, symbol = 1, "+"
+
+    def evaluate(self, dims):
+        return self.lhs.evaluate(dims) + self.rhs.evaluate(dims)
+
+
+class Sub(_Binary):
+    __slots__ = ()
+    prec, symbol = 1, "-"
+
+    def evaluate(self, dims):
+        return self.lhs.evaluate(dims) - self.rhs.evaluate(dims)
+
+
+class Mul(_Binary):
+    __slots__ = ()
+    prec, symbol = 2, "*"
+
+    def evaluate(self, dims):
+        return self.lhs.evaluate(dims) * self.rhs.evaluate(dims)
+
+
+class FloorDiv(_Binary):
+    __slots__ = ()
+    prec, symbol = 2, "floordiv"
+
+    def evaluate(self, dims):
+        return self.lhs.evaluate(dims) // self.rhs.evaluate(dims)
+
+
+class CeilDiv(_Binary):
+    __slots__ = ()
+    prec, symbol = 2, "ceildiv"
+
+    def evaluate(self, dims):
+        return -(-self.lhs.evaluate(dims) // self.rhs.evaluate(dims))
+
+
+class Mod(_Binary):
+    __slots__ = ()
+    prec, symbol = 2, "mod"
+
+    def evaluate(self, dims):
+        return self.lhs.evaluate(dims) % self.rhs.evaluate(dims)
+
+
+class _Call(_Binary):
+    __slots__ = ()
+    prec = 3
+
+    def format(self, leaf=lambda i: f"d{i}") -> str:
+        return f"{self.symbol}({self.lhs.format(leaf)}, {self.rhs.format(leaf)})"
+
+
+class Min(_Call):
+    __slots__ = ()
+    symbol = "min"
+
+    def evaluate(self, dims):
+        import numpy as np
+
+        return np.minimum(self.lhs.evaluate(dims), self.rhs.evaluate(dims))
+
+
+class Max(_Call):
+    __slots__ = ()
+    symbol = "max"
+
+    def evaluate(self, dims):
+        import numpy as np
+
+        return np.maximum(self.lhs.evaluate(dims), self.rhs.evaluate(dims))
+
+
+BINARY_BY_SYMBOL = {c.symbol: c for c in (Add, Sub, Mul, FloorDiv, CeilDiv, Mod, Min, Max)}
+
+
+def as_expr(x) -> IndexExpr:
+    if isinstance(x, IndexExpr):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool):
+        return Const(x)
+    raise TypeError(f"not an index expression: {x!r}")
+
+
+def _const(e: IndexExpr) -> int | None:
+    return e.value if isinstance(e, Const) else None
+
+
+def add(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return Const(ca + cb)
+    if ca == 0:
+        return b
+    if cb == 0:
+        return a
+    if ca is not None:  # constants to the right
+        a, b, cb = b, a, ca
+    if cb is not None and isinstance(a, Add) and isinstance(a.rhs, Const):
+        return add(a.lhs, a.rhs.value + cb)
+    return Add(a, b)
+
+
+def mul(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        return Const(ca * cb)
+    if ca is not None:
+        a, b, cb = b, a, ca
+    if cb == 0:
+        return Const(0)
+    if cb == 1:
+        return a
+    if cb is not None and isinstance(a, Mul) and isinstance(a.rhs, Const):
+        return mul(a.lhs, a.rhs.value * cb)
+    return Mul(a, b)
+
+
+def floordiv(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    ca, cb = _const(a), _const(b)
+    if cb == 0:
+        raise ZeroDivisionError("index expression divides by zero")
+    if ca is not None and cb is not None:
+        return Const(ca // cb)
+    if cb == 1:
+        return a
+    return FloorDiv(a, b)
+
+
+def ceildiv(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    ca, cb = _const(a), _const(b)
+    if cb == 0:
+        raise ZeroDivisionError("index expression divides by zero")
+    if ca is not None and cb is not None:
+        return Const(-(-ca // cb))
+    if cb == 1:
+        return a
+    return CeilDiv(a, b)
+
+
+def mod(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    ca, cb = _const(a), _const(b)
+    if cb == 0:
+        raise ZeroDivisionError("index expression takes a modulo by zero")
+    if ca is not None and cb is not None:
+        return Const(ca % cb)
+    if cb == 1:
+        return Const(0)
+    return Mod(a, b)
+
+
+def minimum(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(min(a.value, b.value))
+    return a if a == b else Min(a, b)
+
+
+def maximum(a, b) -> IndexExpr:
+    a, b = as_expr(a), as_expr(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(max(a.value, b.value))
+    return a if a == b else Max(a, b)
+
+
+def sub(a, b) -> IndexExpr:
+    return add(a, mul(b, -1))
+
+
+_SIMPLIFY = {
+    Add: add,
+    Sub: sub,
+    Mul: mul,
+    FloorDiv: floordiv,
+    CeilDiv: ceildiv,
+    Mod: mod,
+    Min: minimum,
+    Max: maximum,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AffineMap:
+    """`(d0, ..., d{n-1}) -> (e0, ..., e{m-1})`: maps n coordinates to m coordinates."""
+
+    num_dims: int
+    results: tuple[IndexExpr, ...]
+
+    def __post_init__(self):
+        for r in self.results:
+            bad = [d for d in r.dims() if d >= self.num_dims]
+            if bad:
+                raise ValueError(f"affine map uses d{max(bad)} but has only {self.num_dims} dimensions")
+
+    @staticmethod
+    def identity(n: int) -> AffineMap:
+        return AffineMap(n, tuple(Dim(i) for i in range(n)))
+
+    def compose(self, inner: AffineMap) -> AffineMap:
+        """`self ∘ inner`: first `inner`, then `self` (inner's results feed self's dimensions)."""
+        if inner.num_dims is None or len(inner.results) != self.num_dims:
+            raise ValueError(f"cannot compose a {self.num_dims}-d map after one with {len(inner.results)} results")
+        return AffineMap(inner.num_dims, tuple(r.substitute(inner.results) for r in self.results))
+
+    def evaluate(self, coords) -> tuple:
+        return tuple(r.evaluate(coords) for r in self.results)
+
+    @property
+    def is_identity(self) -> bool:
+        return self.results == tuple(Dim(i) for i in range(self.num_dims))
+
+    def __str__(self) -> str:
+        dims = ", ".join(f"d{i}" for i in range(self.num_dims))
+        return f"affine_map<({dims}) -> ({', '.join(r.format() for r in self.results)})>"

@@ -1,0 +1,372 @@
+"""Passes and the pass manager.
+
+A pass is a class in its own file under `passes/`:
+
+    class TileBlockify(Pass):
+        '''Split parallel axes into blocks x threads.'''      # first line: the summary (--list-passes, docs)
+
+        name = "tile-blockify"
+        input_level = "tile"                                 # the level it reads ("any" for generic passes)
+        output_level = "tile"                                # the level it leaves (default: input_level)
+        anchor = "kernel"                                    # the ops it runs on (default: the module)
+
+        threads: int = option(256, domain=Pow2(32, 1024), help="threads per block")
+
+        def run(self, op): ...                               # edit `op` in place; raise op.error(...) to fail
+
+Options are typed fields with defaults and, where tunable, a declared domain. A kernel may override them with its
+`tune = {tile-blockify = {threads = 128}}` attribute; the pass manager applies those before `run`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+import typing
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .attributes import DictAttr
+from .diagnostics import IRForgeError
+from .dialect import LEVELS
+from .ir import Operation
+from .location import Location
+
+
+# ---- option domains --------------------------------------------------------------------------------------------
+class Domain:
+    """The values a tunable option may take; the tuner enumerates `values()`."""
+
+    def __contains__(self, v) -> bool:
+        return v in self.values()
+
+    def values(self) -> tuple:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Choices(Domain):
+    options: tuple
+
+    def values(self) -> tuple:
+        return tuple(self.options)
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(map(str, self.options)) + "}"
+
+
+@dataclass(frozen=True)
+class Pow2(Domain):
+    lo: int
+    hi: int
+
+    def __contains__(self, v) -> bool:
+        return isinstance(v, int) and self.lo <= v <= self.hi and v & (v - 1) == 0
+
+    def values(self) -> tuple:
+        out, v = [], 1
+        while v <= self.hi:
+            if v >= self.lo:
+                out.append(v)
+            v *= 2
+        return tuple(out)
+
+    def __str__(self) -> str:
+        return f"{self.lo}..{self.hi} pow2"
+
+
+@dataclass(frozen=True)
+class IntRange(Domain):
+    lo: int
+    hi: int
+    step: int = 1
+
+    def __contains__(self, v) -> bool:
+        return isinstance(v, int) and self.lo <= v <= self.hi and (v - self.lo) % self.step == 0
+
+    def values(self) -> tuple:
+        return tuple(range(self.lo, self.hi + 1, self.step))
+
+    def __str__(self) -> str:
+        return f"{self.lo}..{self.hi}" + (f" step {self.step}" if self.step != 1 else "")
+
+
+# ---- options ---------------------------------------------------------------------------------------------------
+@dataclass
+class Option:
+    default: object
+    domain: Domain | None = None
+    help: str = ""
+    name: str = ""
+    type: object = None  # set from the annotation
+
+    def type_name(self) -> str:
+        t = self.type
+        if typing.get_origin(t) is tuple:
+            return f"list[{typing.get_args(t)[0].__name__}]"
+        return getattr(t, "__name__", str(t))
+
+    def parse(self, text: str):
+        """A value from its pipeline text (`64`, `true`, `a,b`); raises ValueError with a reason."""
+        t = self.type
+        if typing.get_origin(t) is tuple:
+            elem = typing.get_args(t)[0]
+            return tuple(_parse_scalar(elem, x) for x in text.split(",") if x != "")
+        return _parse_scalar(t, text)
+
+    def check(self, value):
+        """`value` converted to the option's type and checked against its domain; raises ValueError."""
+        t = self.type
+        if typing.get_origin(t) is tuple:
+            if not isinstance(value, tuple):
+                value = (value,)
+            elem = typing.get_args(t)[0]
+            value = tuple(_coerce(elem, v) for v in value)
+        else:
+            value = _coerce(t, value)
+        if self.domain is not None and value not in self.domain:
+            raise ValueError(f"{format_value(value)} is outside its domain {self.domain}")
+        return value
+
+
+def _parse_scalar(t, text: str):
+    if t is bool:
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise ValueError(f"expected true or false, got '{text}'")
+    if t is int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise ValueError(f"expected an integer, got '{text}'") from None
+    if t is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, got '{text}'") from None
+    return text
+
+
+def _coerce(t, v):
+    if t is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    if (t is int and isinstance(v, bool)) or not isinstance(v, t):
+        raise ValueError(f"expected {t.__name__}, got {format_value(v)}")
+    return v
+
+
+def format_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, tuple):
+        return ",".join(format_value(x) for x in v)
+    return str(v)
+
+
+def option(default, *, domain: Domain | None = None, help: str = "") -> typing.Any:
+    """Declare a pass option: `threads: int = option(256, domain=Pow2(32, 1024), help="...")`."""
+    return Option(default, domain, help)
+
+
+# ---- passes ----------------------------------------------------------------------------------------------------
+class Pass:
+    name: ClassVar[str] = ""
+    input_level: ClassVar[str] = "any"
+    output_level: ClassVar[str | None] = None
+    anchor: ClassVar[str] = "builtin.module"
+    options: ClassVar[dict[str, Option]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        opts = dict(getattr(cls, "options", {}))
+        hints = typing.get_type_hints(cls) if inspect.get_annotations(cls) else {}
+        for k, v in list(cls.__dict__.items()):
+            if isinstance(v, Option):
+                v.name, v.type = k, hints.get(k, type(v.default))
+                v.check(v.default)  # a bad default is the pass author's bug: fail at import
+                opts[k] = v
+                delattr(cls, k)
+        cls.options = opts
+        for lvl in (cls.input_level, cls.output_level):
+            if lvl is not None and lvl != "any" and lvl not in LEVELS:
+                raise TypeError(f"pass {cls.name}: unknown level {lvl!r}")
+
+    def __init__(self, **values):
+        for k, opt in self.options.items():
+            setattr(self, k, opt.default)
+        for k, v in values.items():
+            if k not in self.options:
+                raise ValueError(f"pass '{self.name}' has no option '{k}'")
+            setattr(self, k, self.options[k].check(v))
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+    @classmethod
+    def leaves_level(cls) -> str:
+        return cls.output_level or cls.input_level
+
+    def option_values(self) -> dict:
+        return {k: getattr(self, k) for k in self.options}
+
+    def with_options(self, overrides) -> Pass:
+        """A copy of this pass with some options replaced (e.g. a kernel's `tune` attribute)."""
+        return type(self)(**{**self.option_values(), **dict(overrides)})
+
+    def run(self, op: Operation) -> None:
+        raise NotImplementedError
+
+    def check(self, op: Operation) -> str | None:
+        """Why this pass, with these options, cannot apply to `op` (None when it can). The tuner prunes with it."""
+        return None
+
+    def text(self) -> str:
+        """The pass as pipeline text, every option spelled out."""
+        if not self.options:
+            return self.name
+        return self.name + "{" + " ".join(f"{k}={format_value(v)}" for k, v in self.option_values().items()) + "}"
+
+
+# ---- running ---------------------------------------------------------------------------------------------------
+class Instrumentation:
+    """Hooks around each pass. Every debug flag (verify, print-ir-*, diff, tree dir, timing, reproducer) is one."""
+
+    def before_pipeline(self, module: Operation, pipeline) -> None: ...
+
+    def before_pass(self, p: Pass, module: Operation) -> None: ...
+
+    def after_pass(self, p: Pass, module: Operation) -> None: ...
+
+    def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError) -> None: ...
+
+    def after_pipeline(self, module: Operation) -> None: ...
+
+
+class PassFailure(IRForgeError):
+    """A pass (or the verifier after it) failed; the diagnostics say where in the IR."""
+
+    def __init__(self, pass_name: str, cause: IRForgeError):
+        super().__init__(cause.diagnostics)
+        self.pass_name = pass_name
+
+
+def anchored_ops(root: Operation, path: tuple[str, ...]) -> list[Operation]:
+    """Ops reached from `root` by a nesting path of anchors (op names or aliases), outermost first."""
+    ops = [root]
+    for anchor in path:
+        found = []
+        for top in ops:
+            _collect(top, anchor, found)
+        ops = found
+    return ops
+
+
+def _matches(op: Operation, anchor: str) -> bool:
+    return op.name == anchor or anchor in op.anchor_aliases
+
+
+def _collect(op: Operation, anchor: str, out: list) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                if _matches(inner, anchor):
+                    out.append(inner)
+                else:
+                    _collect(inner, anchor, out)
+
+
+@dataclass
+class ScheduledPass:
+    """One pass of an expanded pipeline: the pass, its nesting path below the module, and where it was written."""
+
+    pass_: Pass
+    path: tuple[str, ...]
+    loc: Location | None = None
+
+
+class PassManager:
+    def __init__(self, schedule: list[ScheduledPass], instrumentations=(), pipeline_text: str = ""):
+        self.schedule = schedule
+        self.instrumentations = list(instrumentations)
+        self.pipeline_text = pipeline_text
+
+    def run(self, module: Operation) -> None:
+        for ins in self.instrumentations:
+            ins.before_pipeline(module, self)
+        for sp in self.schedule:
+            p = sp.pass_
+            for ins in self.instrumentations:
+                ins.before_pass(p, module)
+            try:
+                self._run_one(sp, module)
+                for ins in self.instrumentations:
+                    ins.after_pass(p, module)
+            except IRForgeError as e:
+                for ins in self.instrumentations:
+                    ins.after_failed_pass(p, module, e)
+                raise e if isinstance(e, PassFailure) else PassFailure(p.name, e) from None
+            except Exception as e:  # a bug in the pass, not the user's input: say so, keep the traceback on request
+                if os.environ.get("IRFORGE_TRACEBACK"):
+                    raise
+                err = IRForgeError(
+                    f"internal error in pass '{p.name}': {type(e).__name__}: {e}"
+                    " (set IRFORGE_TRACEBACK=1 for the Python traceback)",
+                    module.loc,
+                )
+                for ins in self.instrumentations:
+                    ins.after_failed_pass(p, module, err)
+                raise PassFailure(p.name, err) from e
+        for ins in self.instrumentations:
+            ins.after_pipeline(module)
+
+    def _run_one(self, sp: ScheduledPass, module: Operation) -> None:
+        p = sp.pass_
+        targets = anchored_ops(module, sp.path) if sp.path else [module]
+        for op in targets:
+            tune = op.attributes.get("tune")
+            overrides = tune.get(p.name) if isinstance(tune, DictAttr) else None
+            inst = p
+            if overrides:
+                try:
+                    inst = p.with_options(overrides)
+                except ValueError as e:
+                    raise op.error(f"has a bad 'tune' override for pass '{p.name}': {e}") from None
+            inst.run(op)
+
+
+class Timer:
+    """Wall time per named phase (parse, print, verify, each pass), in the order first seen."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+
+    def phase(self, name: str):
+        timer = self
+
+        class _Phase:
+            def __enter__(self):
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *exc):
+                timer.add(name, time.perf_counter() - self.t0)
+
+        return _Phase()
+
+
+def run_pipeline(module: Operation, pipeline: str, *, instrumentations=(), verify_each: bool = True) -> Operation:
+    """Parse, check and run a pipeline on `module` (in place); returns the module."""
+    from .instrumentation import VerifyEach
+    from .pipeline import build_pass_manager
+
+    pm = build_pass_manager(pipeline, module)
+    pm.instrumentations = ([VerifyEach()] if verify_each else []) + list(instrumentations)
+    pm.run(module)
+    return module

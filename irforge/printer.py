@@ -1,0 +1,247 @@
+"""The IR printer: custom syntax where an op has one, MLIR's generic form otherwise (or always, with `generic`).
+
+Value names come from the values' hints (the names in the parsed text, or what a pass chose), made unique within
+each isolated-from-above op; values without a hint are numbered `%0, %1, ...`. Printing parsed text gives the same
+text back, so `print(parse(t)) == t` for every printed `t`.
+
+A custom printer writes through `Printer.write` and the helpers below (`value`, `type`, `attr`, `region`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from .attributes import UNIT, DictAttr, SymbolRef, _Unit
+from .index_expr import AffineMap
+from .ir import Block, Operation, Region, Value
+from .location import UnknownLoc
+from .types import Type
+
+_BARE_ID = re.compile(r"[A-Za-z_$.][A-Za-z0-9_$.\-]*\Z")
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
+# Words the attribute grammar reads as values; such dictionary keys are quoted.
+_KEYWORDS = frozenset({"true", "false", "unit", "inf", "nan", "loc", "affine_map", "min", "max"})
+
+
+def format_string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def format_symbol(name: str) -> str:
+    return "@" + (name if _BARE_SYMBOL.match(name) else format_string(name))
+
+
+def format_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+def format_key(k: str) -> str:
+    return k if _BARE_KEY.match(k) and k not in _KEYWORDS else format_string(k)
+
+
+def format_attr(a) -> str:
+    if a is True:
+        return "true"
+    if a is False:
+        return "false"
+    if isinstance(a, int):
+        return str(a)
+    if isinstance(a, float):
+        return format_float(a)
+    if isinstance(a, str):
+        return format_string(a)
+    if isinstance(a, tuple):
+        return "[" + ", ".join(format_attr(x) for x in a) + "]"
+    if isinstance(a, DictAttr):
+        return format_dict(a)
+    if isinstance(a, _Unit):
+        return "unit"
+    if isinstance(a, (Type, SymbolRef, AffineMap)):
+        return str(a)
+    raise TypeError(f"cannot print attribute {a!r}")
+
+
+def format_dict(d) -> str:
+    items = sorted(d.items()) if not isinstance(d, DictAttr) else d.items()
+    return (
+        "{" + ", ".join(format_key(k) if v is UNIT else f"{format_key(k)} = {format_attr(v)}" for k, v in items) + "}"
+    )
+
+
+def format_types(types) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def format_function_type(inputs, outputs) -> str:
+    outs = str(outputs[0]) if len(outputs) == 1 else f"({format_types(outputs)})"
+    return f"({format_types(inputs)}) -> {outs}"
+
+
+class _Scope:
+    __slots__ = ("names", "next_id", "parent", "used")
+
+    def __init__(self, parent):
+        self.names: dict[Value, str] = {}
+        self.used: set[str] = set()
+        self.next_id = 0
+        self.parent = parent
+
+
+class Printer:
+    def __init__(self, *, generic: bool = False, debuginfo: bool = False, indent_width: int = 2):
+        self.generic = generic
+        self.debuginfo = debuginfo
+        self.indent_width = indent_width
+        self._out: list[str] = []
+        self._indent = 0
+        self._scope = _Scope(None)
+
+    # ---- entry points -------------------------------------------------------------------------------------------
+    def module_to_string(self, module: Operation) -> str:
+        """A module prints as its top-level ops (with an explicit `module` only when it carries attributes)."""
+        self._out = []
+        if module.name == "builtin.module" and not module.attributes and not self._loc_visible(module):
+            for op in module.body.ops:
+                self.print_op(op)
+                self._out.append("\n")
+        else:
+            self.print_op(module)
+            self._out.append("\n")
+        return "".join(self._out)
+
+    def op_to_string(self, op: Operation) -> str:
+        self._out = []
+        self.print_op(op)
+        return "".join(self._out)
+
+    # ---- writing helpers for custom printers --------------------------------------------------------------------
+    def write(self, *parts: str) -> None:
+        self._out.extend(parts)
+
+    def newline(self) -> None:
+        self._out.append("\n" + " " * (self._indent * self.indent_width))
+
+    def value(self, v: Value) -> str:
+        """`%name` of a value, naming it on first sight."""
+        s = self._scope
+        while s is not None:
+            name = s.names.get(v)
+            if name is not None:
+                return name
+            s = s.parent
+        return self._define(v)
+
+    def values(self, vs) -> str:
+        return ", ".join(self.value(v) for v in vs)
+
+    def type(self, t: Type) -> str:
+        return str(t)
+
+    def types(self, ts) -> str:
+        return format_types(ts)
+
+    def attr(self, a) -> str:
+        return format_attr(a)
+
+    def attr_dict(self, attrs, elide=(), prefix: str = " ") -> None:
+        """Write ` {k = v, ...}` for the attributes not in `elide` (nothing when none are left)."""
+        rest = {k: v for k, v in attrs.items() if k not in elide}
+        if rest:
+            self.write(prefix, format_dict(rest))
+
+    def index_expr(self, expr, operands) -> str:
+        """An index expression whose dimension `i` stands for SSA value `operands[i]`."""
+        return expr.format(lambda i: self.value(operands[i]))
+
+    def region(self, region: Region, *, print_entry_args: bool = True) -> None:
+        """Write `{`, the blocks indented, `}`; the entry block's arguments may be elided by custom syntax."""
+        self.write("{")
+        self._indent += 1
+        for i, block in enumerate(region.blocks):
+            if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args):
+                self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
+                self._block_header(block, i)
+            for op in block.ops:
+                self.newline()
+                self.print_op(op)
+        self._indent -= 1
+        self.newline()
+        self.write("}")
+
+    def define(self, v: Value) -> str:
+        """Name a value being defined here (block arguments in custom headers)."""
+        return self.value(v)
+
+    # ---- ops ----------------------------------------------------------------------------------------------------
+    def print_op(self, op: Operation) -> None:
+        isolated = op.has_trait("isolated")
+        if op.results:
+            self.write(", ".join(self.define(r) for r in op.results), " = ")
+        if isolated:
+            self._scope = _Scope(self._scope)
+            self._scope.used = set(self._scope.parent.used)  # names stay unique across the nesting
+        try:
+            if op.print_custom is not None and not self.generic:
+                op.print_custom(self)
+            else:
+                self.print_generic(op)
+        finally:
+            if isolated:
+                self._scope = self._scope.parent
+        if self._loc_visible(op):
+            self.write(" ", str(op.loc))
+
+    def print_generic(self, op: Operation) -> None:
+        self.write(format_string(op.name), "(", self.values(op.operands), ")")
+        if op.regions:
+            self.write(" (")
+            for i, r in enumerate(op.regions):
+                if i:
+                    self.write(", ")
+                self.region(r)
+            self.write(")")
+        self.attr_dict(op.attributes)
+        self.write(" : ", format_function_type([v.type for v in op.operands], [r.type for r in op.results]))
+
+    def _loc_visible(self, op: Operation) -> bool:
+        return self.debuginfo and not isinstance(op.loc, UnknownLoc)
+
+    def _block_header(self, block: Block, index: int) -> None:
+        self.write(f"^bb{index}")
+        if block.args:
+            self.write("(", ", ".join(f"{self.define(a)}: {a.type}" for a in block.args), ")")
+        self.write(":")
+
+    def _define(self, v: Value) -> str:
+        s = self._scope
+        hint = v.name_hint
+        if hint and not hint.isdigit():
+            base = hint if _BARE_ID.match(hint) else _sanitize(hint)
+            name, k = base, 0
+            while name in s.used:
+                k += 1
+                name = f"{base}_{k}"
+        else:
+            while str(s.next_id) in s.used:
+                s.next_id += 1
+            name = str(s.next_id)
+            s.next_id += 1
+        s.used.add(name)
+        s.names[v] = "%" + name
+        return "%" + name
+
+
+def _sanitize(hint: str) -> str:
+    out = re.sub(r"[^A-Za-z0-9_$.\-]", "_", hint)
+    return out if out and not out[0].isdigit() and out[0] != "-" else "v" + out
+
+
+def print_module(module: Operation, *, generic: bool = False, debuginfo: bool = False) -> str:
+    return Printer(generic=generic, debuginfo=debuginfo).module_to_string(module)

@@ -1,0 +1,162 @@
+"""The registry of dialects, passes and named pipelines, built-in and from plugins.
+
+Built-ins are found by walking the `irforge.dialects` and `irforge.passes` packages; plugins register through the
+entry-point groups `irforge.dialects` (a `Dialect`, or a module defining `dialect`), `irforge.passes` (a `Pass`
+subclass, or a module whose `Pass` subclasses are all registered) and `irforge.pipelines` (a module or package
+whose folder holds `.pipeline` files, or a path). Everything is loaded on first use; a name registered twice is an error
+naming both sources.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from importlib import metadata, resources
+from pathlib import Path
+
+from .diagnostics import IRForgeError, error
+
+
+@dataclass(frozen=True)
+class NamedPipeline:
+    name: str
+    text: str
+    source: str  # file the text came from, for diagnostics
+
+
+class Registry:
+    def __init__(self):
+        self._dialects = None
+        self._ops = None
+        self._types = None
+        self._passes = None
+        self._pipelines = None
+        self.sources: dict[tuple[str, str], str] = {}  # (kind, name) -> where it was registered
+
+    # ---- dialects -----------------------------------------------------------------------------------------------
+    def dialects(self) -> dict:
+        if self._dialects is None:
+            from . import builtin
+
+            found: dict = {}
+            self._add(found, "dialect", builtin.dialect, "irforge.builtin")
+            self._add(found, "dialect", builtin.func_dialect, "irforge.builtin")
+            import irforge.dialects as pkg
+
+            for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+                m = importlib.import_module(mod.name)
+                if hasattr(m, "dialect"):
+                    self._add(found, "dialect", m.dialect, mod.name)
+            for ep, obj in _entry_points("irforge.dialects"):
+                d = getattr(obj, "dialect", obj)
+                self._add(found, "dialect", d, _ep_source(ep))
+            self._dialects = found
+        return self._dialects
+
+    def op_class(self, name: str):
+        if self._ops is None:
+            ops = {}
+            for d in self.dialects().values():
+                for op in d.ops:
+                    self._add(ops, "operation", op, f"dialect {d.name}", key=op.name)
+            self._ops = ops
+        return self._ops.get(name)
+
+    def type_class(self, name: str):
+        if self._types is None:
+            types = {}
+            for d in self.dialects().values():
+                for t in d.types:
+                    self._add(types, "type", t, f"dialect {d.name}", key=t.name)
+            self._types = types
+        return self._types.get(name)
+
+    def dialect_of(self, op_name: str):
+        return self.dialects().get(op_name.split(".", 1)[0])
+
+    # ---- passes -------------------------------------------------------------------------------------------------
+    def passes(self) -> dict:
+        if self._passes is None:
+            from .pass_manager import Pass
+
+            found: dict = {}
+            import irforge.passes as pkg
+
+            for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                m = importlib.import_module(mod.name)
+                for p in _passes_in(m, Pass):
+                    self._add(found, "pass", p, mod.name, key=p.name)
+            for ep, obj in _entry_points("irforge.passes"):
+                for p in [obj] if isinstance(obj, type) else _passes_in(obj, Pass):
+                    self._add(found, "pass", p, _ep_source(ep), key=p.name)
+            self._passes = dict(sorted(found.items()))
+        return self._passes
+
+    # ---- named pipelines ----------------------------------------------------------------------------------------
+    def pipelines(self) -> dict[str, NamedPipeline]:
+        if self._pipelines is None:
+            found: dict = {}
+            for entry in resources.files("irforge.pipelines").iterdir():
+                if entry.name.endswith(".pipeline"):
+                    self._add_pipeline(found, entry.name, entry.read_text(encoding="utf-8"), str(entry))
+            for _ep, obj in _entry_points("irforge.pipelines"):
+                path = Path(obj.__file__).parent if hasattr(obj, "__file__") else Path(obj)
+                for f in sorted(path.glob("*.pipeline")) if path.is_dir() else [path]:
+                    self._add_pipeline(found, f.name, f.read_text(encoding="utf-8"), str(f))
+            self._pipelines = found
+        return self._pipelines
+
+    def _add_pipeline(self, found, filename, text, source):
+        name = filename.removesuffix(".pipeline")
+        self._add(found, "pipeline", NamedPipeline(name, text, source), source, key=name)
+
+    # ---- shared -------------------------------------------------------------------------------------------------
+    def _add(self, table: dict, kind: str, obj, source: str, key: str | None = None) -> None:
+        key = key if key is not None else obj.name
+        if key in table:
+            first = self.sources[(kind, key)]
+            raise IRForgeError(f"{kind} '{key}' is registered twice: by {first} and by {source}")
+        table[key] = obj
+        self.sources[(kind, key)] = source
+
+
+def _passes_in(module, base) -> list:
+    return [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, base) and v.__module__ == module.__name__ and v.__dict__.get("name")
+    ]
+
+
+def _entry_points(group: str):
+    for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+        try:
+            yield ep, ep.load()
+        except Exception as e:  # a broken plugin is the user's to fix: say which one, without a traceback
+            raise error(f"cannot load plugin '{ep.name}' ({ep.value}) from group {group}: {e}") from None
+
+
+def _ep_source(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    where = f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
+    return f"plugin '{ep.name}' ({ep.value}) from {where}"
+
+
+_REGISTRY: Registry | None = None
+
+
+def registry() -> Registry:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = Registry()
+    return _REGISTRY
+
+
+def reset_registry() -> None:
+    """Forget everything loaded (tests that install plugins call this)."""
+    global _REGISTRY
+    _REGISTRY = None
+    from . import parser
+
+    parser._PARSERS.clear()

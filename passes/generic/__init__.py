@@ -1,0 +1,1 @@
+"""Level-agnostic passes: they work on any op that declares itself `pure`."""

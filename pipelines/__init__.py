@@ -1,0 +1,1 @@
+"""Named pipelines: `<name>.pipeline` text files (installed as `irforge.pipelines`)."""

@@ -1,0 +1,1 @@
+"""Command-line tools: irforge-opt and irforge (installed as `irforge.tools`)."""

@@ -1,0 +1,290 @@
+"""irforge-opt: run pass pipelines on textual IR, MLIR's `mlir-opt` for irforge.
+
+    irforge-opt input.ir --pass-pipeline='cse,dce' -o out.ir
+    irforge-opt input.ir --pass-pipeline=torch-to-tensor --print-ir-diff
+
+`main(argv, stdin=..., stdout=..., stderr=...)` is the in-process API the tests use. Nothing heavy is imported before
+the arguments are parsed, so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+_EXPECTED = re.compile(r"//\s*expected-(error|warning|note|remark)(?:@(above|below|[+-]\d+))?\s*\{\{(.*?)\}\}")
+_SPLIT = re.compile(r"^// -----.*$", re.M)
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="irforge-opt",
+        description="Run irforge pass pipelines on textual IR.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Pipelines use MLIR syntax: 'cse,dce', 'kernel(tile-blockify{threads=128})'. See --list-passes.",
+    )
+    ap.add_argument("input", nargs="?", default=None, help="input .ir file, or - for stdin (default: stdin)")
+    ap.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    ap.add_argument("-p", "--pass-pipeline", default="", metavar="PIPE", help="the pipeline to run")
+    ap.add_argument("--list-passes", action="store_true", help="list passes with summaries, options and levels")
+    ap.add_argument("--list-dialects", action="store_true", help="list the loaded dialects")
+    ap.add_argument("--dump-pass-pipeline", action="store_true", help="print the fully expanded pipeline to stderr")
+    ap.add_argument("--generic", action="store_true", help="print every op in the generic form")
+    ap.add_argument("--print-debuginfo", action="store_true", help="print op locations")
+    ap.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----' alone")
+    ap.add_argument("--verify-diagnostics", action="store_true", help="check '// expected-error {{...}}' annotations")
+    ap.add_argument("--no-verify-each", action="store_true", help="do not verify the IR after every pass")
+    ap.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops no dialect defines")
+    g = ap.add_argument_group("instrumentation")
+    g.add_argument("--print-ir-before", default="", metavar="PASSES", help="print the IR before these passes")
+    g.add_argument("--print-ir-after", default="", metavar="PASSES", help="print the IR after these passes")
+    g.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    g.add_argument("--print-ir-after-change", action="store_true", help="print the IR after passes that changed it")
+    g.add_argument("--print-ir-after-failure", action="store_true", help="print the IR after a pass fails")
+    g.add_argument("--print-ir-diff", action="store_true", help="print a unified diff per pass that changed the IR")
+    g.add_argument("--print-ir-tree-dir", default=None, metavar="DIR", help="write the IR after every pass to DIR")
+    g.add_argument("--timing", action="store_true", help="report time per pass and per phase")
+    g.add_argument("--crash-reproducer", default=None, metavar="FILE", help="on a pass failure, write a reproducer")
+    g.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the input's reproducer header")
+    return ap
+
+
+def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    args = _arg_parser().parse_args(argv)
+
+    from irforge.diagnostics import IRForgeError
+
+    try:
+        return _run(args, stdin, stdout, stderr)
+    except IRForgeError as e:
+        stderr.write(e.render() + "\n")
+        return 1
+    except OSError as e:
+        stderr.write(f"irforge-opt: error: {e.strerror}: {e.filename}\n")
+        return 1
+
+
+def _run(args, stdin, stdout, stderr) -> int:
+    from irforge.registry import registry
+
+    if args.list_passes:
+        stdout.write(list_passes_text())
+        return 0
+    if args.list_dialects:
+        for d in registry().dialects().values():
+            level = d.level or "-"
+            stdout.write(f"{d.name:10} {level:8} {len(d.ops):3} ops  {d.summary}\n")
+        return 0
+
+    from irforge.pipeline import build_pass_manager
+
+    pipeline = args.pass_pipeline
+    if args.dump_pass_pipeline and args.input is None:
+        stderr.write(build_pass_manager(pipeline).pipeline_text + "\n")
+        return 0
+
+    name = args.input if args.input not in (None, "-") else "<stdin>"
+    text = stdin.read() if name == "<stdin>" else _read(args.input)
+    if args.run_reproducer:
+        pipeline = _reproducer_pipeline(text, name)
+
+    chunks = _split(text) if args.split_input_file else [(text, 0)]
+    outputs, failed = [], False
+    for k, (chunk, offset) in enumerate(chunks):
+        out, ok = _process_chunk(args, pipeline, chunk, offset, name, k, len(chunks), stderr)
+        failed |= not ok
+        if out is not None:
+            outputs.append(out)
+    result = "// -----\n".join(outputs)
+    if args.output == "-":
+        stdout.write(result)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(result)
+    return 1 if failed else 0
+
+
+def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
+    """Parse, run and print one chunk. Returns (printed IR or None, success)."""
+    from irforge import instrumentation as ins
+    from irforge.diagnostics import IRForgeError
+    from irforge.parser import parse_module
+    from irforge.pass_manager import Timer
+    from irforge.pipeline import build_pass_manager
+    from irforge.printer import print_module
+
+    timer = Timer()
+    diags = []
+    out = None
+    try:
+        with timer.phase("parse"):
+            module = parse_module(
+                chunk,
+                name,
+                allow_unregistered=args.allow_unregistered_dialect,
+                line_offset=offset,
+                verify=False,
+            )
+        with timer.phase("verify"):
+            from irforge.verifier import verify
+
+            verify(module)
+        pm = build_pass_manager(pipeline, module)
+        if args.dump_pass_pipeline:
+            stderr.write(pm.pipeline_text + "\n")
+        hooks = [] if args.no_verify_each else [ins.VerifyEach(timer)]
+        popts = {"stream": stderr, "generic": args.generic, "debuginfo": args.print_debuginfo}
+        if args.print_ir_before or args.print_ir_after or args.print_ir_after_all or args.print_ir_after_change:
+            hooks.append(
+                ins.PrintIR(
+                    before=_names(args.print_ir_before),
+                    after=_names(args.print_ir_after),
+                    after_all=args.print_ir_after_all,
+                    after_change=args.print_ir_after_change,
+                    after_failure=args.print_ir_after_failure,
+                    **popts,
+                )
+            )
+        elif args.print_ir_after_failure:
+            hooks.append(ins.PrintIR(after_failure=True, **popts))
+        if args.print_ir_diff:
+            hooks.append(ins.PrintIRDiff(**popts))
+        if args.print_ir_tree_dir:
+            d = args.print_ir_tree_dir if n == 1 else os.path.join(args.print_ir_tree_dir, f"chunk{k}")
+            hooks.append(ins.IRTreeDir(d, generic=args.generic, debuginfo=args.print_debuginfo))
+        if args.timing:
+            hooks.append(ins.Timing(timer))
+        if args.crash_reproducer:
+            hooks.append(ins.Reproducer(args.crash_reproducer, stream=stderr))
+        pm.instrumentations = hooks
+        pm.run(module)
+        with timer.phase("print"):
+            out = print_module(module, generic=args.generic, debuginfo=args.print_debuginfo)
+    except IRForgeError as e:
+        if not args.verify_diagnostics:
+            raise
+        diags = e.diagnostics
+    finally:
+        if args.timing:
+            stderr.write(ins.timing_report(timer))
+    if args.verify_diagnostics:
+        return out, _check_expected(chunk, offset, name, diags, stderr)
+    return out, True
+
+
+def _check_expected(chunk, offset, name, diags, stderr) -> bool:
+    """Match produced diagnostics (and their notes) against `expected-*` annotations; report every mismatch."""
+    from irforge.diagnostics import Diagnostic
+    from irforge.location import FileLineColLoc
+
+    lines = chunk.splitlines()
+    expected = []  # [line, severity, text, matched]
+    for i, line in enumerate(lines):
+        for m in _EXPECTED.finditer(line):
+            sev, where, msg = m.groups()
+            at = offset + i + 1
+            if where == "above":
+                at -= 1
+            elif where == "below":
+                at += 1
+            elif where:
+                at += int(where)
+            expected.append([at, sev, msg, False])
+    produced = []
+    for d in diags:
+        produced.append(d)
+        produced.extend(d.notes)
+    ok = True
+    for d in produced:
+        flc = d.loc.file_line_col()
+        hit = next(
+            (
+                e
+                for e in expected
+                if not e[3] and e[1] == d.severity and e[2] in d.message and flc is not None and flc.line == e[0]
+            ),
+            None,
+        )
+        if hit is None:
+            stderr.write(Diagnostic("error", f"unexpected {d.severity}: {d.message}", d.loc).render() + "\n")
+            ok = False
+        else:
+            hit[3] = True
+    for at, sev, msg, matched in expected:
+        if not matched:
+            loc = FileLineColLoc(name, at, 1)
+            stderr.write(Diagnostic("error", f'expected {sev} "{msg}" was not produced', loc).render() + "\n")
+            ok = False
+    return ok
+
+
+def _names(csv: str) -> list[str]:
+    return [x for x in csv.split(",") if x]
+
+
+def _split(text: str):
+    """Chunks with the number of lines before each, so diagnostics keep the file's line numbers."""
+    chunks, start = [], 0
+    for m in _SPLIT.finditer(text):
+        chunks.append((text[start : m.start()], text.count("\n", 0, start)))
+        start = m.end() + 1
+    chunks.append((text[start:], text.count("\n", 0, start)))
+    return chunks
+
+
+def _read(path: str) -> str:
+    from irforge.diagnostics import error
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise error(f"cannot open input file '{path}': no such file") from None
+    except UnicodeDecodeError as e:
+        raise error(f"input file '{path}' is not UTF-8 text (byte {e.start})") from None
+
+
+def _reproducer_pipeline(text: str, name: str) -> str:
+    import json
+
+    from irforge.diagnostics import error
+    from irforge.instrumentation import REPRODUCER_HEADER
+    from irforge.location import FileLineColLoc
+
+    first = text.split("\n", 1)[0]
+    if not first.startswith(REPRODUCER_HEADER):
+        raise error(
+            f"not a reproducer: the first line must start with '{REPRODUCER_HEADER}'", FileLineColLoc(name, 1, 1)
+        )
+    try:
+        return json.loads(first[len(REPRODUCER_HEADER) :])
+    except ValueError:
+        raise error("reproducer header: the pipeline is not a valid string", FileLineColLoc(name, 1, 1)) from None
+
+
+def list_passes_text() -> str:
+    from irforge.pipeline import option_summary
+    from irforge.registry import registry
+
+    out = []
+    for name, cls in registry().passes().items():
+        out.append(f"{name}  --  {cls.summary()}")
+        anchor = "" if cls.anchor == "builtin.module" else f", runs on each '{cls.anchor}'"
+        out.append(f"    level: {cls.input_level} -> {cls.leaves_level()}{anchor}")
+        for opt in cls.options.values():
+            out.append(f"    {option_summary(opt)}" + (f"  -- {opt.help}" if opt.help else ""))
+    reg = registry().pipelines()
+    if reg:
+        out.append("")
+        out.append("Named pipelines:")
+        for name, p in reg.items():
+            doc = next((ln.lstrip("#/ ").strip() for ln in p.text.splitlines() if ln.strip()), "")
+            out.append(f"{name}  --  {doc}")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
