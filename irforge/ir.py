@@ -295,6 +295,8 @@ def _add_group_accessors(cls, names: tuple[str, ...], getter: str) -> None:
     n = len(names)
     for i, raw in enumerate(names):
         nm = raw.lstrip("*")
+        if nm == "result" and getter == "results" and n == 1 and v is None:
+            continue  # `op.result` already means the single result
         if nm in _RESERVED:
             raise TypeError(f"{cls.__name__}: {getter} name {nm!r} clashes with an Operation member")
         if nm in cls.__dict__:

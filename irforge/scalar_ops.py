@@ -1,0 +1,214 @@
+"""The one table of scalar operations, shared by every level from tensor down to CUDA.
+
+The tensor dialect's elementwise ops, the loop dialect's scalar SSA math and the CUDA emitter all name operations
+from this table, so adding an op here makes it available everywhere: its arity, how its result type follows from
+its operands, its numpy semantics (the reference interpreters), and its CUDA spelling (an infix operator, or a
+function `irf_<name>` that the emitter's prelude defines for every dtype).
+
+Half types (f16, bf16) compute in f32 and round on the way out, as PyTorch does; `quantize` does that rounding
+for numpy arrays (bf16 values are held in float32 arrays).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .types import ScalarType, boolean
+
+
+def _erf(x):
+    # numpy has no erf; math.erf vectorised keeps the reference exact (interpreters are for small shapes).
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+def _div(a, b):
+    if a.dtype.kind in "iu":
+        return np.trunc(np.true_divide(a, b)).astype(a.dtype)
+    return np.true_divide(a, b)
+
+
+def _not(a):
+    return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
+
+
+def _round_half_even(x):
+    return np.round(x)
+
+
+@dataclass(frozen=True)
+class ScalarOp:
+    name: str
+    arity: int
+    kind: str  # "arith" | "math" | "compare" | "logic" | "select"
+    numpy: object  # vectorised implementation on numpy arrays
+    cuda: str  # infix operator ("+") or the prelude function "irf_<name>"
+    summary: str
+
+    @property
+    def infix(self) -> bool:
+        return not self.cuda.startswith("irf_")
+
+    def result_type(self, operand_types: list[ScalarType]) -> ScalarType:
+        if len(operand_types) != self.arity:
+            raise ValueError(f"'{self.name}' takes {self.arity} operand(s), got {len(operand_types)}")
+        if self.kind == "compare":
+            return boolean
+        if self.kind == "select":
+            if operand_types[0] != boolean:
+                raise ValueError(f"'select' needs a bool condition, got {operand_types[0]}")
+            if operand_types[1] != operand_types[2]:
+                raise ValueError(f"'select' branches differ: {operand_types[1]} vs {operand_types[2]}")
+            return operand_types[1]
+        if len(set(operand_types)) != 1:
+            raise ValueError(f"'{self.name}' operands differ in type: {', '.join(map(str, operand_types))}")
+        t = operand_types[0]
+        if self.kind == "math" and not t.is_float:
+            raise ValueError(f"'{self.name}' needs a floating-point operand, got {t}")
+        if self.kind == "logic" and t != boolean and not t.is_int:
+            raise ValueError(f"'{self.name}' needs bool or integer operands, got {t}")
+        return t
+
+
+def _op(name, arity, kind, fn, cuda=None, summary=""):
+    return ScalarOp(name, arity, kind, fn, cuda or f"irf_{name}", summary)
+
+
+SCALAR_OPS: dict[str, ScalarOp] = {
+    o.name: o
+    for o in [
+        # arithmetic (any numeric type)
+        _op("add", 2, "arith", np.add, "+", "a + b"),
+        _op("sub", 2, "arith", np.subtract, "-", "a - b"),
+        _op("mul", 2, "arith", np.multiply, "*", "a * b"),
+        _op("div", 2, "arith", _div, "/", "a / b (true division for floats, truncating for integers)"),
+        _op("floordiv", 2, "arith", np.floor_divide, None, "floor(a / b)"),
+        _op("remainder", 2, "arith", np.mod, None, "a - floor(a / b) * b (Python's %)"),
+        _op("maximum", 2, "arith", np.maximum, None, "max(a, b), NaN-propagating"),
+        _op("minimum", 2, "arith", np.minimum, None, "min(a, b), NaN-propagating"),
+        _op("neg", 1, "arith", np.negative, None, "-a"),
+        _op("abs", 1, "arith", np.abs, None, "|a|"),
+        _op("sign", 1, "arith", np.sign, None, "-1, 0 or 1"),
+        # floating-point math
+        _op("pow", 2, "math", np.power, None, "a ** b"),
+        _op("exp", 1, "math", np.exp, None, "e ** a"),
+        _op("exp2", 1, "math", np.exp2, None, "2 ** a"),
+        _op("expm1", 1, "math", np.expm1, None, "e ** a - 1"),
+        _op("log", 1, "math", np.log, None, "natural logarithm"),
+        _op("log2", 1, "math", np.log2, None, "base-2 logarithm"),
+        _op("log1p", 1, "math", np.log1p, None, "log(1 + a)"),
+        _op("sqrt", 1, "math", np.sqrt, None, "square root"),
+        _op("rsqrt", 1, "math", _rsqrt, None, "1 / sqrt(a)"),
+        _op("reciprocal", 1, "math", np.reciprocal, None, "1 / a"),
+        _op("sin", 1, "math", np.sin, None, "sine"),
+        _op("cos", 1, "math", np.cos, None, "cosine"),
+        _op("tan", 1, "math", np.tan, None, "tangent"),
+        _op("tanh", 1, "math", np.tanh, None, "hyperbolic tangent"),
+        _op("sigmoid", 1, "math", _sigmoid, None, "1 / (1 + e ** -a)"),
+        _op("erf", 1, "math", _erf, None, "error function"),
+        _op("floor", 1, "math", np.floor, None, "round down"),
+        _op("ceil", 1, "math", np.ceil, None, "round up"),
+        _op("round", 1, "math", _round_half_even, None, "round half to even"),
+        _op("trunc", 1, "math", np.trunc, None, "round toward zero"),
+        # comparisons (result bool)
+        _op("eq", 2, "compare", np.equal, "==", "a == b"),
+        _op("ne", 2, "compare", np.not_equal, "!=", "a != b"),
+        _op("lt", 2, "compare", np.less, "<", "a < b"),
+        _op("le", 2, "compare", np.less_equal, "<=", "a <= b"),
+        _op("gt", 2, "compare", np.greater, ">", "a > b"),
+        _op("ge", 2, "compare", np.greater_equal, ">=", "a >= b"),
+        # logic (bool or integers)
+        _op("and", 2, "logic", np.bitwise_and, "&", "a and b (bitwise on integers)"),
+        _op("or", 2, "logic", np.bitwise_or, "|", "a or b (bitwise on integers)"),
+        _op("xor", 2, "logic", np.bitwise_xor, "^", "a xor b (bitwise on integers)"),
+        _op("not", 1, "logic", _not, None, "logical not (bitwise on integers)"),
+        # choice
+        _op("select", 3, "select", np.where, None, "c ? a : b"),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """A reduction's combiner: identity and associative combine (the scalar op of the same name)."""
+
+    name: str
+    op: str
+    numpy_reduce: object
+
+    def identity(self, dtype: ScalarType):
+        if self.name == "add":
+            return 0
+        if self.name == "mul":
+            return 1
+        if dtype.is_float:
+            return float("-inf") if self.name == "max" else float("inf")
+        if dtype == boolean:
+            return self.name == "min"
+        info = np.iinfo(numpy_dtype(dtype))
+        return int(info.min) if self.name == "max" else int(info.max)
+
+
+MONOIDS: dict[str, Monoid] = {
+    "add": Monoid("add", "add", np.sum),
+    "mul": Monoid("mul", "mul", np.prod),
+    "max": Monoid("max", "maximum", np.max),
+    "min": Monoid("min", "minimum", np.min),
+}
+
+
+# ---- dtypes in numpy ---------------------------------------------------------------------------------------------
+_NUMPY = {
+    "f64": np.float64,
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": np.float32,  # held in float32, rounded to bf16 by `quantize`
+    "i64": np.int64,
+    "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "u8": np.uint8,
+    "bool": np.bool_,
+    "index": np.int64,
+}
+
+
+def numpy_dtype(t: ScalarType):
+    """The numpy dtype that stores values of `t` (bf16 lives in float32)."""
+    return _NUMPY[t.name]
+
+
+def compute_dtype(t: ScalarType):
+    """The numpy dtype arithmetic on `t` happens in: half types compute in float32."""
+    return np.float32 if t.name in ("f16", "bf16") else _NUMPY[t.name]
+
+
+def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
+    """Round `x` to the values `t` can hold, stored in `numpy_dtype(t)` (round-to-nearest-even for bf16)."""
+    x = np.asarray(x)
+    if t.name == "bf16":
+        f = np.ascontiguousarray(x, dtype=np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+        return np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
+    return x.astype(_NUMPY[t.name])
+
+
+def evaluate(name: str, args: list[np.ndarray], result: ScalarType) -> np.ndarray:
+    """Apply scalar op `name` elementwise, computing half types in float32 and rounding to `result`."""
+    op = SCALAR_OPS[name]
+    with np.errstate(all="ignore"):
+        out = op.numpy(*args)
+    return quantize(out, result)

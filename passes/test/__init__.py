@@ -1,0 +1,1 @@
+"""Passes for testing the framework: they change, fail or crash on purpose."""
