@@ -374,23 +374,23 @@ def _parser():
 
     dialects = registry().dialects()
     parts = [resources.files(__package__).joinpath("core.lark").read_text()]
-    mixins, custom_rules = [], []
+    mixins, custom_rules = [], {}
     for d in dialects.values():
         if d.grammar:
             text, rules = _name_keywords(d.grammar)
             parts.append(f"// ---- dialect {d.name} ----\n{text}")
-            custom_rules += rules
+            custom_rules.update(rules)
         if d.syntax is not None:
             mixins.append(d.syntax)
     grammar = "\n".join(parts)
     key = hashlib.sha256(grammar.encode()).hexdigest()
     if key not in _PARSERS:
         body = {}
-        for rule in custom_rules:
+        for rule, strip in custom_rules.items():
             fn = next((getattr(m, rule) for m in mixins if hasattr(m, rule)), None)
             if fn is None:
                 raise ValueError(f"no syntax callback for custom op rule '{rule}'")
-            body[rule] = _keyword_wrapper(fn)
+            body[rule] = _keyword_wrapper(fn, strip)
         syntax = type("Syntax", (*mixins, CoreSyntax), body)()
         lark = Lark(
             grammar,
@@ -404,24 +404,33 @@ def _parser():
     return _PARSERS[key]
 
 
-def _name_keywords(grammar: str) -> tuple[str, list[str]]:
-    """Turn the leading literal of each custom-op rule (its op keyword) into a named terminal, so it is kept."""
+def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
+    """Make the op keyword that starts each custom-op rule a named terminal, so its token (and position) is kept.
+
+    A rule starts either with a quoted keyword (`"tensor.reduce"`), which becomes a terminal and is removed before
+    the dialect's callback runs, or with a terminal of the dialect's own (`TORCH_OP_NAME`, for op families whose
+    name varies), which the callback receives as its first child. Returns the grammar and, per rule, whether the
+    keyword is stripped.
+    """
     rules = [r.strip() for m in _EXTEND.finditer(grammar) for r in m.group(1).split("|") if r.strip()]
-    defs = []
+    defs, strip = [], {}
     for rule in rules:
-        pat = re.compile(rf"^([?!]*{re.escape(rule)}\s*:\s*)(\"[^\"]+\")", re.M)
-        term = "KW_" + re.sub(r"[^A-Za-z0-9]", "_", rule).upper()
-        m = pat.search(grammar)
+        m = re.search(rf"^[?!]*{re.escape(rule)}\s*:\s*(\"[^\"]+\"|[A-Z][A-Z0-9_]*\b)", grammar, re.M)
         if m is None:
-            raise ValueError(f"custom op rule '{rule}' must start with its op keyword in quotes")
-        defs.append(f"{term}: {m.group(2)}")
-        grammar = grammar[: m.start(2)] + term + grammar[m.end(2) :]
-    return grammar + "\n" + "\n".join(defs) + "\n", rules
+            raise ValueError(f"custom op rule '{rule}' must start with its op keyword (a quoted literal or a terminal)")
+        if m.group(1).startswith('"'):
+            term = "KW_" + re.sub(r"[^A-Za-z0-9]", "_", rule).upper()
+            defs.append(f"{term}: {m.group(1)}")
+            grammar = grammar[: m.start(1)] + term + grammar[m.end(1) :]
+            strip[rule] = True
+        else:
+            strip[rule] = False
+    return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
-def _keyword_wrapper(fn):
+def _keyword_wrapper(fn, strip: bool):
     def rule(self, c):
-        ast = fn(self, c[1:])
+        ast = fn(self, c[1:] if strip else c)
         ast.loc = self.loc_of(c[0])
         return ast
 

@@ -47,7 +47,9 @@ def lint(path: Path) -> list[str]:
             else:
                 seen.add(base)
     for r in runs:
-        if "filecheck" in r and (re.search(r"--input-file[= ]%s\b", r) or re.search(r"\bcat %s\b[^|]*\|\s*filecheck", r)):
+        if "filecheck" in r and (
+            re.search(r"--input-file[= ]%s\b", r) or re.search(r"\bcat %s\b[^|]*\|\s*filecheck", r)
+        ):
             problems.append(f"{path}: a RUN line feeds the test file itself to filecheck (it checks nothing)")
     problems += [f"{path}: filecheck reads {p}: lines but the file has none" for p in sorted(used - seen)]
     return problems
@@ -81,5 +83,7 @@ def test_lit_suite():
     lit = shutil.which("lit", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
     assert lit, "the 'lit' command is missing: install with '.[dev]'"
     env = {**os.environ, "IRFORGE_BIN": BIN}
-    proc = subprocess.run([lit, "-q", "-j", str(os.cpu_count() or 2), str(LIT_DIR)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [lit, "-q", "-j", str(os.cpu_count() or 2), str(LIT_DIR)], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, f"lit failed:\n{proc.stdout}\n{proc.stderr}"

@@ -1,11 +1,11 @@
 """The `test` dialect: small ops for testing the framework itself (parser, printer, passes, instrumentation).
 
-    %c = test.constant 2.5 : f32
-    %s = test.pure %a, %c {tag = "x"} : f32
-    test.loop %i in 0..16 {
-      test.effect %i
-      test.yield
-    }
+%c = test.constant 2.5 : f32
+%s = test.pure %a, %c {tag = "x"} : f32
+test.loop %i in 0..16 {
+  test.effect %i
+  test.yield
+}
 """
 
 from __future__ import annotations
