@@ -69,9 +69,10 @@ _SKIPPED = frozenset({"aten._assert_tensor_metadata", "aten._assert_scalar", "at
 
 def _internal_dirs() -> tuple[str, ...]:
     """Where torch, irforge and the standard library live: frames there are never the user's."""
-    import irforge
     import irforge.dialects
     import irforge.passes
+
+    import irforge
 
     mods = (torch, irforge, irforge.dialects, irforge.passes)
     dirs = [os.path.dirname(m.__file__) for m in mods] + [sysconfig.get_paths()["stdlib"]]
