@@ -61,6 +61,10 @@ class AtenOp(Operation):
             raise self.error(f"is missing its argument '{name}'")
         return default
 
+    def kwarg(self, name: str, default=None):
+        """Keyword-only argument `name` of the schema, or `default` when absent."""
+        return self.call_args()[1].get(name, default)
+
     def verify_(self):
         slots = _count_slots(self.attributes["args"]) + _count_slots(tuple(self.attributes.get("kwargs", {}).values()))
         if slots != len(self.operands):
