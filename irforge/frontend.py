@@ -64,15 +64,18 @@ def _eager(model, inputs, where: Location, source: str | None) -> list:
         raise
     except Exception as e:
         raise _user_exception(e, source, where) from None
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    outs = _flatten(out)
     if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
-        got = (
-            type(out).__name__
-            if not isinstance(out, (tuple, list))
-            else "a sequence of " + ", ".join(sorted({type(o).__name__ for o in outs}))
-        )
-        raise error(f"the program must return a tensor (or a tuple of tensors), but it returns {got}", where)
+        got = ", ".join(sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})) or "nothing"
+        raise error(f"the program must return a tensor (or tuples of tensors), but it returns {got}", where)
     return outs
+
+
+def _flatten(out) -> list:
+    """Outputs in the order torch.export flattens them (nested tuples and lists, left to right)."""
+    if isinstance(out, (tuple, list)):
+        return [leaf for o in out for leaf in _flatten(o)]
+    return [out]
 
 
 def _user_exception(e: Exception, source: str | None, where: Location) -> IRForgeError:

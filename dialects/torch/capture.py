@@ -46,6 +46,7 @@ KEPT_WHOLE = (
     _A.std.correction,
     _A.mean.dim,
     _A.pow.Tensor_Scalar,
+    _A.roll.default,
 )
 
 DTYPES = {

@@ -157,6 +157,28 @@ def _isinf(op: AtenOp, b: TensorBuilder):
     return b.ew("eq", b.ew("abs", x), float("inf"))
 
 
+def _hardtanh(op: AtenOp, b: TensorBuilder):
+    x = op.arg(0, "self")
+    lo, hi = op.arg(1, "min_val", -1.0), op.arg(2, "max_val", 1.0)
+    return b.ew("minimum", b.ew("maximum", x, lo), hi)
+
+
+def _leaky_relu(op: AtenOp, b: TensorBuilder):
+    x = op.arg(0, "self")
+    slope = op.arg(1, "negative_slope", 0.01)
+    return b.select(b.ew("gt", x, 0), x, b.ew("mul", x, slope))
+
+
+def _elu(op: AtenOp, b: TensorBuilder):
+    """scale * (x if x > 0 else alpha * expm1(x * input_scale)), in f32 for half types."""
+    x = op.arg(0, "self")
+    alpha, scale, input_scale = op.arg(1, "alpha", 1.0), op.arg(2, "scale", 1.0), op.arg(3, "input_scale", 1.0)
+    t = rtype(op)
+    xf = b.cast(x, f32 if t.dtype.name in ("f16", "bf16") else t.dtype)
+    neg = b.ew("mul", b.ew("expm1", b.ew("mul", xf, input_scale)), alpha)
+    return b.cast(b.ew("mul", b.select(b.ew("gt", xf, 0), xf, neg), scale), t.dtype)
+
+
 def _identity(op: AtenOp, b: TensorBuilder):
     return op.arg(0, "self")
 
@@ -201,6 +223,11 @@ class DecomposePointwise(Decomposition):
         "aten.clamp_min": _clamp_one("min"),
         "aten.clamp_max": _clamp_one("max"),
         "aten.relu": _relu,
+        "aten.hardtanh": _hardtanh,
+        "aten.leaky_relu": _leaky_relu,
+        "aten.elu": _elu,
+        "aten.fmod.Tensor": binary("fmod"),
+        "aten.fmod.Scalar": binary("fmod"),
         "aten.logical_and": _logical("and"),
         "aten.logical_or": _logical("or"),
         "aten.logical_xor": _logical("xor"),
