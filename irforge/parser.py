@@ -9,6 +9,7 @@ verification are handled once, here, for every dialect.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -117,6 +118,10 @@ class CoreSyntax(Transformer):
     def loc_of(self, tok: Token) -> FileLineColLoc:
         return _tok_loc(tok, self.file)
 
+    def string(self, tok: Token) -> str:
+        """The value of a STRING token: use this in dialect callbacks."""
+        return _unquote(tok, self.loc_of(tok))
+
     # ops
     def op(self, c):
         explicit = c[-1] if isinstance(c[-1], Location) else None
@@ -135,7 +140,7 @@ class CoreSyntax(Transformer):
     def generic_op(self, c):
         name_tok, uses, regions, attrs, (ins, outs) = c
         return OpAST(
-            name=_unquote(name_tok),
+            name=self.string(name_tok),
             operands=uses or [],
             attrs=dict(attrs) if attrs else {},
             result_types=outs,
@@ -156,7 +161,8 @@ class CoreSyntax(Transformer):
     def region(self, c):
         entry = BlockAST(ops=[x for x in c if isinstance(x, OpAST)])
         blocks = [x for x in c if isinstance(x, BlockAST)]
-        return RegionAST([entry, *blocks] if entry.ops or not blocks else blocks)
+        # `{}` is a region without blocks; the builder gives a `single_block` op its one empty block.
+        return RegionAST([entry, *blocks] if entry.ops else blocks)
 
     def block(self, c):
         label, args, *ops = c
@@ -205,10 +211,17 @@ class CoreSyntax(Transformer):
 
     # attributes
     def int_attr(self, c):
-        return int(c[0])
+        return self.integer(c[0])
 
     def neg_int_attr(self, c):
-        return -int(c[0])
+        return -self.integer(c[0])
+
+    def integer(self, tok: Token) -> int:
+        """The value of an INT token (Python refuses to convert more than 4300 digits: say where)."""
+        try:
+            return int(tok)
+        except ValueError:
+            raise error(f"integer literal too long ({len(tok)} digits)", self.loc_of(tok)) from None
 
     def float_attr(self, c):
         return float(c[0])
@@ -235,7 +248,7 @@ class CoreSyntax(Transformer):
         return UNIT
 
     def string_attr(self, c):
-        return _unquote(c[0])
+        return self.string(c[0])
 
     def list_attr(self, c):
         return tuple(c)
@@ -253,7 +266,7 @@ class CoreSyntax(Transformer):
         return SymbolRef(str(c[0])[1:])
 
     def quoted_symbol(self, c):
-        return SymbolRef(_unquote(c[0]))
+        return SymbolRef(self.string(c[0]))
 
     def dict_attr(self, c):
         seen = set()
@@ -273,7 +286,7 @@ class CoreSyntax(Transformer):
         return (str(c[0]), c[0])
 
     def string_key(self, c):
-        return (_unquote(c[0]), c[0])
+        return (self.string(c[0]), c[0])
 
     # index expressions
     def affine_map(self, c):
@@ -295,10 +308,10 @@ class CoreSyntax(Transformer):
             raise error(str(e), loc) from None
 
     def iconst(self, c):
-        return ix.Const(int(c[0]))
+        return ix.Const(self.integer(c[0]))
 
     def ineg(self, c):
-        return ix.Const(-int(c[0]))
+        return ix.Const(-self.integer(c[0]))
 
     def idim(self, c):
         return ix.Dim(int(str(c[0])[1:]))
@@ -338,10 +351,10 @@ class CoreSyntax(Transformer):
         return UNKNOWN
 
     def loc_file(self, c):
-        return FileLineColLoc(_unquote(c[0]), int(c[1]), int(c[2]))
+        return FileLineColLoc(self.string(c[0]), self.integer(c[1]), self.integer(c[2]))
 
     def loc_name(self, c):
-        return NameLoc(_unquote(c[0]), c[1] if c[1] is not None else UNKNOWN)
+        return NameLoc(self.string(c[0]), c[1] if c[1] is not None else UNKNOWN)
 
     def loc_fused(self, c):
         return fuse(c)
@@ -355,13 +368,13 @@ def _leaves(e: IndexExpr):
         yield from _leaves(k)
 
 
-def _unquote(tok) -> str:
-    import json
-
+def _unquote(tok, loc: Location = UNKNOWN) -> str:
     try:
-        return json.loads(str(tok))
-    except ValueError:
-        raise error(f"invalid string literal {tok}", UNKNOWN) from None
+        return json.loads(str(tok), strict=False)  # strict=False: a raw tab inside quotes is fine
+    except json.JSONDecodeError as e:
+        if isinstance(loc, FileLineColLoc):
+            loc = FileLineColLoc(loc.file, loc.line, loc.col + e.pos)
+        raise error(f"invalid string literal: {e.msg}", loc) from None
 
 
 # ---- building the parser ---------------------------------------------------------------------------------------
@@ -514,8 +527,14 @@ class _Builder:
         raise error(f"use of undefined value '%{ref.name}'", ref.loc)
 
     def define(self, ref: ValueRef, v: Value, scope: _Scope) -> None:
-        if ref.name in scope.values:
-            raise error(f"redefinition of value '%{ref.name}'", ref.loc)
+        # A name is defined once per isolated-from-above scope (nested regions included), as in MLIR.
+        s = scope
+        while s is not None:
+            if ref.name in s.values:
+                raise error(f"redefinition of value '%{ref.name}'", ref.loc)
+            if s.isolated_by is not None:
+                break
+            s = s.parent
         v.name_hint = None if ref.name.isdigit() else ref.name
         scope.values[ref.name] = v
 
@@ -537,6 +556,10 @@ class _Builder:
                     raise error(f"type mismatch for '%{ref.name}': it is {v.type}, but the op says {t}", ref.loc)
         inner = _Scope(scope, ast.name if "isolated" in cls.traits else None)
         regions = [self.build_region(r, inner) for r in ast.regions]
+        if "single_block" in cls.traits:
+            for r in regions:
+                if not r.blocks:
+                    r.add_block()
         result_types = ast.result_types
         if result_types is None:
             try:
