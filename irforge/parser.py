@@ -464,6 +464,8 @@ _TERMINAL_WORDS = {
     "FLOAT": "a number",
     "INT": "an integer",
     "$END": "end of input",
+    "<op>": "an operation",
+    "RBRACE": "'}'",
 }
 
 
@@ -481,20 +483,32 @@ def _describe(lark: Lark, name: str) -> str:
 
 def _syntax_error(e: UnexpectedInput, lark: Lark, file: str, text: str) -> IRForgeError:
     line, col = max(e.line, 1), max(e.column, 1)
+    expected = set(getattr(e, "expected", None) or ())
+    # Where an op may start, every op keyword is acceptable: say "an operation" instead of listing them.
+    op_position = "STRING" in expected and any(t.startswith("KW_") for t in expected)
+    if op_position:
+        expected = {t for t in expected if not t.startswith("KW_") and t not in _OP_STARTS} | {"<op>"}
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
-        msg = f"unexpected character {ch!r}"
+        msg = "unterminated string" if ch == '"' else f"unexpected character {ch!r}"
     elif isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
-        lines = text.splitlines() or [""]
-        line, col = len(lines), len(lines[-1]) + 1
+        body = text.rstrip()  # point just past the last thing written
+        line, col = body.count("\n") + 1, len(body) - body.rfind("\n")
         msg = "unexpected end of input"
+    elif op_position and _OP_NAME.fullmatch(str(e.token)):
+        msg = f"unknown operation '{e.token}'; an op without custom syntax is written in the generic form"
+        return error(f'{msg}, "{e.token}"(...) : (...) -> (...)', FileLineColLoc(file, line, col))
     else:
-        tok = e.token
-        msg = f"unexpected {_describe(lark, tok.type) if tok.type in _TERMINAL_WORDS else repr(str(tok))}"
-    expected = sorted({_describe(lark, t) for t in getattr(e, "expected", None) or () if not t.startswith("__")})
-    if expected and len(expected) <= 8:
-        msg += "; expected " + (expected[0] if len(expected) == 1 else ", ".join(expected[:-1]) + " or " + expected[-1])
+        tok = str(e.token)
+        msg = f"unexpected {tok[:40] + '...' if len(tok) > 40 else tok!r}"
+    words = sorted({_describe(lark, t) for t in expected if not t.startswith("__")})
+    if words and len(words) <= 8:
+        msg += "; expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])
     return error(msg, FileLineColLoc(file, line, col))
+
+
+_OP_STARTS = {"STRING", "RESULT_ID", "__NO_CUSTOM_OP__"}
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z0-9_$]+)+")
 
 
 # ---- resolving names and building ops --------------------------------------------------------------------------
@@ -542,7 +556,7 @@ class _Builder:
         cls = self.registry.op_class(ast.name)
         if cls is None:
             if not self.allow_unregistered:
-                raise error(f"unknown operation '{ast.name}'", ast.loc)
+                raise error(f"unknown operation '{ast.name}' (--allow-unregistered-dialect accepts it)", ast.loc)
             cls = Operation
         operands = [self.lookup(r, scope) for r in ast.operands]
         if ast.operand_types is not None:
@@ -614,7 +628,9 @@ def parse_module(
         raise _located(e.orig_exc, file) from None
     except IRForgeError:
         raise
-    except (ValueError, TypeError, RecursionError) as e:
+    except RecursionError:
+        raise _too_deep(file) from None
+    except (ValueError, TypeError) as e:
         raise error(f"invalid IR: {e}", FileLineColLoc(file, 1, 1)) from None
     builder = _Builder(allow_unregistered)
     top = _Scope(None)
@@ -625,11 +641,15 @@ def parse_module(
             module = ModuleOp()
             for ast in asts:
                 module.body.append(builder.build_op(ast, top))
+        if verify:
+            verify_op(module)
     except RecursionError:
-        raise error("IR nested too deeply", FileLineColLoc(file, 1, 1)) from None
-    if verify:
-        verify_op(module)
+        raise _too_deep(file) from None
     return module
+
+
+def _too_deep(file: str) -> IRForgeError:
+    return error("IR nested too deeply (beyond Python's recursion limit)", FileLineColLoc(file, 1, 1))
 
 
 def _located(exc: Exception, file: str) -> IRForgeError:
