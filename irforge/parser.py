@@ -594,7 +594,7 @@ class _Builder:
             )
         try:
             # Generic ops and op families (`torch.aten.`) take their full name from the text.
-            name = ast.name if cls.name != ast.name else None
+            name = ast.name if cls is Operation or cls.name != ast.name else None
             op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=name)
         except TypeError as e:
             raise error(f"'{ast.name}': {e}", ast.loc) from None
