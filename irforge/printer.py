@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextlib import contextmanager
 
 from .attributes import UNIT, DictAttr, SymbolRef, _Unit
 from .index_expr import AffineMap
@@ -162,18 +163,34 @@ class Printer:
 
     def region(self, region: Region, *, print_entry_args: bool = True) -> None:
         """Write `{`, the blocks indented, `}`; the entry block's arguments may be elided by custom syntax."""
-        self.write("{")
-        self._indent += 1
-        for i, block in enumerate(region.blocks):
-            if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args):
-                self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
-                self._block_header(block, i)
-            for op in block.ops:
-                self.newline()
-                self.print_op(op)
-        self._indent -= 1
-        self.newline()
-        self.write("}")
+        with self.scope():
+            self.write("{")
+            self._indent += 1
+            for i, block in enumerate(region.blocks):
+                if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args):
+                    self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
+                    self._block_header(block, i)
+                for op in block.ops:
+                    self.newline()
+                    self.print_op(op)
+            self._indent -= 1
+            self.newline()
+            self.write("}")
+
+    @contextmanager
+    def scope(self):
+        """Names defined inside are forgotten at exit, so sibling regions may reuse them (values defined in a region
+        are not visible after it). `region` opens one; a custom header that declares a region's entry arguments
+        (`loop.for %i in 0..16 {`) wraps the header and the region in one, so sibling loops can both say `%i`."""
+        outer = self._scope
+        inner = _Scope(outer)
+        inner.used = set(outer.used)
+        inner.next_id = outer.next_id
+        self._scope = inner
+        try:
+            yield
+        finally:
+            self._scope = outer
 
     def define(self, v: Value) -> str:
         """Name a value being defined here (block arguments in custom headers)."""
