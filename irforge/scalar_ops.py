@@ -302,7 +302,8 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
         bits = f.view(np.uint32).astype(np.uint64)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
         out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-        return np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
+        out = np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
+        return out.reshape(x.shape)  # ascontiguousarray made a 0-d array 1-d
     return x.astype(_NUMPY[t.name])
 
 
