@@ -88,7 +88,7 @@ def kernel_body(draw, b: Builder, buffers, out, ivs):
         if draw(st.integers(0, 3)) == 0 and monoid == "add":
             init = (float(draw(st.integers(-2, 2))),)
         extent = draw(st.integers(0, 4))
-        red, riv, rb = b.reduce(0, extent, [(monoid, init)], [f32] * width, "r")
+        red, riv, rb = b.reduce(extent, [(monoid, init)], [f32] * width, "r")
         inner = draw(loads(rb, buffers, [*ivs, (riv, extent)]))
         elem = draw(scalar_expr(rb, inner + leaves))
         if monoid == "mul":  # keep products of up to 4 terms tame
@@ -115,7 +115,7 @@ def programs(draw, max_kernels=3, dtypes=(f32,)):
         kernel = fb.insert(KernelOp.build(f"k{k}"))
         b, ivs = Builder.at_end(kernel.body), []
         for d, n in enumerate(t.shape):
-            iv, b = b.for_(0, n, f"a{d}")
+            iv, b = b.for_(n, f"a{d}")
             ivs.append((iv, n))
         draw(kernel_body(b, readable, buf, ivs))
         readable.append(buf)
@@ -163,11 +163,11 @@ def _naive_block(block, env, mem):
             idx = tuple(int(e.evaluate(env)) for e in op.index_exprs())
             mem[op.buffer][idx] = env[op.value]
         elif isinstance(op, ForOp):
-            for i in range(op.lower, op.upper):
+            for i in range(op.extent):
                 _naive_block(op.body, {**env, op.iv: i}, mem)
         elif isinstance(op, ReduceOp):
             accs = [tuple(quantize(np.asarray(v), r.type) for v, r in zip(init, rs)) for _, init, rs in op.carriers]
-            for i in range(op.lower, op.upper):
+            for i in range(op.extent):
                 inner = {**env, op.iv: i}
                 _naive_block(op.body, inner, mem)
                 ys = [inner[v] for v in op.yielded]

@@ -148,7 +148,10 @@ class BufferOp(Operation):
 
 # ---- loops -----------------------------------------------------------------------------------------------------
 class _LoopBase(Operation):
-    """Shared by free and reduce loops: `%iv in lower..upper`, one block whose only argument is the index."""
+    """Shared by free and reduce loops: `%iv in 0..extent`, one block whose only argument is the index.
+
+    Loops always start at 0 with step 1; offsets and strides live in the subscripts.
+    """
 
     num_regions = 1
     traits = frozenset({"single_block"})
@@ -158,20 +161,12 @@ class _LoopBase(Operation):
         return self.body.args[0]
 
     @property
-    def lower(self) -> int:
-        return self.attributes["lower"]
-
-    @property
-    def upper(self) -> int:
-        return self.attributes["upper"]
-
-    @property
     def extent(self) -> int:
-        return self.upper - self.lower
+        return self.attributes["extent"]
 
     def _verify_header(self):
-        if self.lower > self.upper:
-            raise self.error(f"has an empty range {self.lower}..{self.upper} (lower above upper)")
+        if self.extent < 0:
+            raise self.error(f"has a negative extent {self.extent}")
         args = self.body.args
         if len(args) != 1 or args[0].type != index:
             raise self.error("needs exactly one block argument, of type index (the loop index)")
@@ -179,7 +174,7 @@ class _LoopBase(Operation):
             raise self.error("must be inside a loop.kernel")
 
     def _print_header(self, p, keyword: str):
-        p.write(keyword, " ", p.define(self.iv), f" in {self.lower}..{self.upper}")
+        p.write(keyword, " ", p.define(self.iv), f" in 0..{self.extent}")
 
 
 class ForOp(_LoopBase):
@@ -188,11 +183,11 @@ class ForOp(_LoopBase):
     name = "loop.for"
     operand_names = ()
     result_names = ()
-    attribute_types = {"lower": int, "upper": int}
+    attribute_types = {"extent": int}
 
     @staticmethod
-    def build(lower: int, upper: int, iv_hint: str | None = None, loc=UNKNOWN) -> ForOp:
-        return ForOp((), (), {"lower": lower, "upper": upper}, [Region([Block([index], [iv_hint])])], loc)
+    def build(extent: int, iv_hint: str | None = None, loc=UNKNOWN) -> ForOp:
+        return ForOp((), (), {"extent": extent}, [Region([Block([index], [iv_hint])])], loc)
 
     def verify_(self):
         self._verify_header()
@@ -202,7 +197,7 @@ class ForOp(_LoopBase):
     def print_custom(self, p):
         with p.scope():
             self._print_header(p, "loop.for")
-            p.attr_dict(self.attributes, elide=("lower", "upper"), prefix=" attributes ")
+            p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
             p.write(" ")
             p.region(self.regions[0], print_entry_args=False)
 
@@ -218,15 +213,14 @@ class ReduceOp(_LoopBase):
 
     name = "loop.reduce"
     operand_names = ()
-    attribute_types = {"lower": int, "upper": int, "monoids": tuple, "init": tuple}
+    attribute_types = {"extent": int, "monoids": tuple, "init": tuple}
     traits = frozenset({"single_block", "pure"})
 
     @staticmethod
-    def build(lower: int, upper: int, carriers, result_types, iv_hint=None, result_hints=None, loc=UNKNOWN):
+    def build(extent: int, carriers, result_types, iv_hint=None, result_hints=None, loc=UNKNOWN):
         """`carriers` = [(monoid name, init values), ...]; the body must still get its ops and a loop.yield."""
         attrs = {
-            "lower": lower,
-            "upper": upper,
+            "extent": extent,
             "monoids": tuple(m for m, _ in carriers),
             "init": tuple(tuple(i) for _, i in carriers),
         }
@@ -297,7 +291,7 @@ class ReduceOp(_LoopBase):
         with p.scope():
             self._print_header(p, "loop.reduce")
             p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
-            p.attr_dict(self.attributes, elide=("lower", "upper", "monoids", "init"), prefix=" attributes ")
+            p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
             p.write(" ")
             p.region(self.regions[0], print_entry_args=False)
 
@@ -351,10 +345,12 @@ class _Indexed(Operation):
                 raise self.error(f"subscripts are index values, got {v.type}")
         if kernel_of(self) is None:
             raise self.error("must be inside a loop.kernel")
-        ranges = loop_ranges(self)
+        extents = loop_extents(self)
+        if 0 in extents.values():
+            return  # never runs
         for k, (e, size) in enumerate(zip(self.index_exprs(), buf.type.shape)):
-            b = indexing.bounds(e, ranges)
-            if b is not None and b[0] <= b[1] and (b[0] < 0 or b[1] >= size):
+            b = indexing.value_range(e, extents)
+            if b is not None and (b[0] < 0 or b[1] >= size):
                 raise self.error(f"subscript {k} ranges over {b[0]}..{b[1]}, outside 0..{size - 1}")
 
     def _subscript(self, p) -> str:
@@ -489,9 +485,9 @@ def enclosing_loops(op: Operation) -> list[_LoopBase]:
     return out[::-1]
 
 
-def loop_ranges(op: Operation) -> dict:
-    """Inclusive index ranges of the loop indices visible at `op` (for `indexing.bounds`)."""
-    return {lp.iv: (lp.lower, lp.upper - 1) for lp in enclosing_loops(op)}
+def loop_extents(op: Operation) -> dict:
+    """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
+    return {lp.iv: lp.extent for lp in enclosing_loops(op)}
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------
@@ -506,7 +502,7 @@ class LoopSyntax:
 
     def loop_for(self, c):
         iv, lo, hi, attrs, region = c
-        a = {**dict(attrs or {}), "lower": int(lo), "upper": int(hi)}
+        a = {**dict(attrs or {}), "extent": _extent(self, lo, hi)}
         return OpAST("loop.for", attrs=a, result_types=[], regions=[_with_iv(self, region, iv)])
 
     def loop_reduce(self, c):
@@ -515,8 +511,7 @@ class LoopSyntax:
         types, attrs, region = rest[len(carriers) :]
         a = {
             **dict(attrs or {}),
-            "lower": int(lo),
-            "upper": int(hi),
+            "extent": _extent(self, lo, hi),
             "monoids": tuple(m for m, _ in carriers),
             "init": tuple(i for _, i in carriers),
         }
@@ -543,6 +538,14 @@ class LoopSyntax:
     def loop_subscript(self, c):
         exprs, refs = bind_index_values([e for e in c if e is not None])
         return AffineMap(len(refs), tuple(exprs)), refs
+
+
+def _extent(syntax, lo, hi) -> int:
+    if int(lo) != 0:
+        from irforge.diagnostics import error
+
+        raise error("loops run from 0 (write 0..N and offset the subscripts)", syntax.loc_of(lo))
+    return int(hi)
 
 
 def _with_iv(syntax, region: RegionAST, iv_tok) -> RegionAST:

@@ -1,7 +1,7 @@
 """Building loop IR from Python: an insertion point that makes scalar ops, loads, stores and loops.
 
     b = Builder.at_end(kernel.body)
-    i, body = b.for_(0, 16, "a0")          # body: a Builder inside the new loop
+    i, body = b.for_(16, "a0")          # body: a Builder inside the new loop
     x = body.load(buf, [i])
     body.store(out, [i], body.scalar("exp", x))
 
@@ -70,14 +70,14 @@ class Builder:
         return self.insert(IndexOp.build(expr, hint, self.loc)).result
 
     # ---- loops --------------------------------------------------------------------------------------------------
-    def for_(self, lower: int, upper: int, hint: str | None = None) -> tuple[Value, Builder]:
-        """A free loop; returns its index and a builder for its body."""
-        op = self.insert(ForOp.build(lower, upper, hint, self.loc))
+    def for_(self, extent: int, hint: str | None = None) -> tuple[Value, Builder]:
+        """A free loop over 0..extent; returns its index and a builder for its body."""
+        op = self.insert(ForOp.build(extent, hint, self.loc))
         return op.iv, Builder(op.body, None, self.loc)
 
-    def reduce(self, lower: int, upper: int, carriers, types, hint=None, result_hints=None):
-        """A reduce loop; returns (op, its index, a builder for its body). Finish the body with `yield_`."""
-        op = self.insert(ReduceOp.build(lower, upper, carriers, types, hint, result_hints, self.loc))
+    def reduce(self, extent: int, carriers, types, hint=None, result_hints=None):
+        """A reduce loop over 0..extent; returns (op, its index, a builder for its body). Finish it with `yield_`."""
+        op = self.insert(ReduceOp.build(extent, carriers, types, hint, result_hints, self.loc))
         return op, op.iv, Builder(op.body, None, self.loc)
 
     def yield_(self, *values: Value) -> YieldOp:

@@ -89,99 +89,39 @@ def _replace(e: IndexExpr, fn) -> IndexExpr:
     return e.rebuild([_replace(k, fn) for k in kids])
 
 
-# ---- range-aware simplification --------------------------------------------------------------------------------
-def bounds(e: IndexExpr, ranges) -> tuple[int, int] | None:
-    """Inclusive (lo, hi) of `e` when each value leaf lies in `ranges[value]` = (lo, hi); None if unknown."""
-    if isinstance(e, ix.Const):
-        return (e.value, e.value)
-    if isinstance(e, ValueDim):
-        return ranges.get(e.value)
-    kids = [bounds(k, ranges) for k in e.children()]
-    if any(k is None for k in kids):
+# ---- ranges and range-aware simplification (irforge.index_expr's, over values) ------------------------------------
+# An index value that is not a loop index (a looked-up gather index) is only known to be a valid subscript: >= 0.
+UNBOUNDED = 1 << 62
+
+
+def _as_dims(e: IndexExpr, extents):
+    """`e` over `Dim`s numbered by first appearance, with each dimension's extent (UNBOUNDED when not known)."""
+    order: dict[int, int] = {}
+    values: list[Value] = []
+
+    def number(leaf):
+        if isinstance(leaf, ValueDim):
+            if id(leaf.value) not in order:
+                order[id(leaf.value)] = len(values)
+                values.append(leaf.value)
+            return ix.Dim(order[id(leaf.value)])
+        return leaf
+
+    dims = _replace(e, number)
+    return dims, values, [extents.get(v, UNBOUNDED) for v in values]
+
+
+def value_range(e: IndexExpr, extents) -> tuple[int, int] | None:
+    """Least and greatest value of `e` when each value leaf `v` ranges over `0 .. extents[v] - 1`; None when a
+    leaf has no known extent."""
+    dims, values, ext = _as_dims(e, extents)
+    if any(v not in extents for v in values):
         return None
-    (a, b), (c, d) = kids
-    if isinstance(e, ix.Add):
-        return (a + c, b + d)
-    if isinstance(e, ix.Sub):
-        return (a - d, b - c)
-    if isinstance(e, ix.Mul):
-        ps = (a * c, a * d, b * c, b * d)
-        return (min(ps), max(ps))
-    if isinstance(e, (ix.FloorDiv, ix.CeilDiv)) and c == d and c > 0:
-        f = (lambda x: x // c) if isinstance(e, ix.FloorDiv) else (lambda x: -(-x // c))
-        return (f(a), f(b))
-    if isinstance(e, ix.Mod) and c == d and c > 0:
-        return (a, b) if 0 <= a and b < c else (0, c - 1)
-    if isinstance(e, ix.Min):
-        return (min(a, c), min(b, d))
-    if isinstance(e, ix.Max):
-        return (max(a, c), max(b, d))
-    return None
+    return ix.value_range(dims, ext)
 
 
-def simplify(e: IndexExpr, ranges) -> IndexExpr:
-    """Fold what the ranges decide: `(q*c + r) floordiv c -> q` and `(q*c + r) mod c -> r` for 0 <= r < c,
-    `x floordiv c -> 0` and `x mod c -> x` for 0 <= x < c, `min`/`max` whose order the bounds fix."""
-    kids = e.children()
-    if not kids:
-        return e
-    kids = [simplify(k, ranges) for k in kids]
-    e = ix._SIMPLIFY[type(e)](*kids)
-    if isinstance(e, (ix.FloorDiv, ix.Mod)) and isinstance(e.rhs, ix.Const) and e.rhs.value > 0:
-        c = e.rhs.value
-        b = bounds(e.lhs, ranges)
-        if b is not None and 0 <= b[0] and b[1] < c:
-            return ix.Const(0) if isinstance(e, ix.FloorDiv) else e.lhs
-        split = _split_multiple(e.lhs, c, ranges)
-        if split is not None:
-            q, r = split
-            return q if isinstance(e, ix.FloorDiv) else r
-    if isinstance(e, (ix.Min, ix.Max)):
-        bl, br = bounds(e.lhs, ranges), bounds(e.rhs, ranges)
-        if bl is not None and br is not None:
-            if bl[1] <= br[0]:
-                return e.lhs if isinstance(e, ix.Min) else e.rhs
-            if br[1] <= bl[0]:
-                return e.rhs if isinstance(e, ix.Min) else e.lhs
-    return e
-
-
-def _split_multiple(e: IndexExpr, c: int, ranges) -> tuple[IndexExpr, IndexExpr] | None:
-    """(q, r) with e == q*c + r and 0 <= r < c, when e is a sum whose terms are multiples of c plus a small rest."""
-    terms = list(_terms(e))
-    q_terms, r_terms = [], []
-    for t in terms:
-        k = _multiple_of(t, c)
-        if k is not None:
-            q_terms.append(k)
-        else:
-            r_terms.append(t)
-    if not q_terms:
-        return None
-    r = ix.Const(0)
-    for t in r_terms:
-        r = r + t
-    b = bounds(r, ranges)
-    if b is None or b[0] < 0 or b[1] >= c:
-        return None
-    q = ix.Const(0)
-    for t in q_terms:
-        q = q + t
-    return q, r
-
-
-def _terms(e: IndexExpr):
-    if isinstance(e, ix.Add):
-        yield from _terms(e.lhs)
-        yield from _terms(e.rhs)
-    else:
-        yield e
-
-
-def _multiple_of(t: IndexExpr, c: int) -> IndexExpr | None:
-    """t / c when t is visibly a multiple of c (`x * k` with c | k, or a constant), else None."""
-    if isinstance(t, ix.Const):
-        return ix.Const(t.value // c) if t.value % c == 0 else None
-    if isinstance(t, ix.Mul) and isinstance(t.rhs, ix.Const) and t.rhs.value % c == 0:
-        return t.lhs * (t.rhs.value // c)
-    return None
+def simplify(e: IndexExpr, extents) -> IndexExpr:
+    """`index_expr.simplify` with loop extents: folds what the ranges decide (what reshapes leave behind)."""
+    dims, values, ext = _as_dims(e, extents)
+    out = ix.simplify(dims, ext)
+    return _replace(out, lambda leaf: ValueDim(values[leaf.index]) if isinstance(leaf, ix.Dim) else leaf)

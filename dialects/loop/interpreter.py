@@ -120,7 +120,7 @@ class _Kernel:
 
     def chunks(self, op, shape):
         step = max(1, MAX_ELEMENTS // max(1, int(np.prod(shape, dtype=np.int64))))
-        return [(lo, min(lo + step, op.upper)) for lo in range(op.lower, op.upper, step)] or []
+        return [(lo, min(lo + step, op.extent)) for lo in range(0, op.extent, step)]
 
     def reduce(self, op: ReduceOp, env: dict, shape: tuple) -> None:
         d = len(shape)
