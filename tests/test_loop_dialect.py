@@ -200,7 +200,7 @@ def test_out_of_bounds_is_a_located_error():
 
 
 def test_wrong_argument_shape_is_an_error():
-    with pytest.raises(IRForgeError, match=r"argument %x needs shape \[16, 64\], got \[2\]"):
+    with pytest.raises(IRForgeError, match=r"input %x has shape \[2\], but the IR expects f32\[16,64\]"):
         interpret(parse_module(MATMUL), [np.zeros(2), np.zeros((64, 16)), np.zeros(64)])
 
 

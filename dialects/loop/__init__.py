@@ -28,6 +28,7 @@ and never reads a buffer it writes, so loads inside a kernel are pure.
 
 from __future__ import annotations
 
+from irforge.attributes import SymbolRef
 from irforge.dialect import Dialect, grammar_file
 from irforge.index_expr import AffineMap
 from irforge.ir import Block, Operation, OpResult, Region
@@ -87,15 +88,13 @@ class KernelOp(Operation):
             if isinstance(op, StoreOp):
                 buf = op.buffer
                 if not (isinstance(buf, OpResult) and isinstance(buf.op, BufferOp)):
-                    raise op.error("writes a function argument; inputs and parameters are read-only")
+                    raise op.error("writes a function argument or param; inputs and params are read-only")
                 written.add(op.buffer)
         for op in self.walk():
             if isinstance(op, LoadOp) and op.buffer in written:
                 raise op.error("reads a buffer its own kernel writes; a kernel's loads must not see its stores")
 
     def print_custom(self, p):
-        from irforge.attributes import SymbolRef
-
         p.write("loop.kernel ", str(SymbolRef(self.sym_name)))
         p.attr_dict(self.attributes, elide=("sym_name",), prefix=" attributes ")
         p.write(" ")
@@ -144,6 +143,34 @@ class BufferOp(Operation):
         if self.attributes:
             return p.print_generic(self)
         p.write("loop.buffer ", p.type(self.result.type))
+
+
+class ParamOp(Operation):
+    """A named, read-only buffer whose value lives in the program's param store (a weight): `@name` as at the
+    tensor level."""
+
+    name = "loop.param"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+
+    @staticmethod
+    def build(sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN) -> ParamOp:
+        return ParamOp((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"sym"}:
+            return p.print_generic(self)
+        p.write("loop.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
@@ -500,6 +527,10 @@ class LoopSyntax:
     def loop_buffer(self, c):
         return OpAST("loop.buffer", result_types=[c[0]])
 
+    def loop_param(self, c):
+        sym, t = c
+        return OpAST("loop.param", attrs={"sym": sym}, result_types=[t])
+
     def loop_for(self, c):
         iv, lo, hi, attrs, region = c
         a = {**dict(attrs or {}), "extent": _extent(self, lo, hi)}
@@ -555,7 +586,7 @@ def _with_iv(syntax, region: RegionAST, iv_tok) -> RegionAST:
 dialect = Dialect(
     name="loop",
     summary="kernels as loop nests: free and reduce loops, loads, stores, buffers",
-    ops=(KernelOp, BufferOp, ForOp, ReduceOp, YieldOp, LoadOp, StoreOp, IndexOp),
+    ops=(KernelOp, BufferOp, ParamOp, ForOp, ReduceOp, YieldOp, LoadOp, StoreOp, IndexOp),
     level="loop",
     grammar=grammar_file(__name__, "loop.lark"),
     syntax=LoopSyntax,

@@ -14,52 +14,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from irforge.builtin import FuncOp, ReturnOp
+from irforge.builtin import ReturnOp
 from irforge.diagnostics import error
+from irforge.interpreter import bind_inputs, entry_function, param_value
 from irforge.ir import Operation, Value
 from irforge.scalar_ops import evaluate, numpy_dtype, quantize
-from irforge.types import TensorType
+from irforge.types import index
 
 from ..scalar import CastOp, ConstOp, ScalarMathOp
-from . import BufferOp, ForOp, IndexOp, KernelOp, LoadOp, ReduceOp, StoreOp, YieldOp
+from . import BufferOp, ForOp, IndexOp, KernelOp, LoadOp, ParamOp, ReduceOp, StoreOp, YieldOp, indexing
 
 MAX_ELEMENTS = 1 << 22  # largest iteration space evaluated in one numpy call (elements)
 
 
-def interpret(module: Operation, inputs, params=None, *, func: str | None = None) -> list[np.ndarray]:
-    """Run the module's function (`func`, or the first) on numpy inputs; returns its results.
-
-    `inputs` are the function's arguments in order; `params`, when given, are appended (the function's
-    parameters follow its inputs).
-    """
-    f = _find_func(module, func)
-    args = list(inputs) + list(params or [])
-    return run_function(f, args)
-
-
-def _find_func(module: Operation, name: str | None) -> FuncOp:
-    funcs = [op for op in module.body.ops if isinstance(op, FuncOp)]
-    for f in funcs:
-        if name is None or f.attributes["sym_name"] == name:
-            return f
-    raise error(f"no function {'@' + name if name else ''} to interpret in the module", module.loc)
-
-
-def run_function(f: FuncOp, args) -> list[np.ndarray]:
-    if len(args) != len(f.args):
-        raise error(f"@{f.attributes['sym_name']} takes {len(f.args)} argument(s), got {len(args)}", f.loc)
-    buffers: dict[Value, np.ndarray] = {}
-    for a, x in zip(f.args, args):
-        x = np.asarray(x)
-        t = a.type
-        if isinstance(t, TensorType):
-            if tuple(x.shape) != t.shape:
-                raise error(f"argument %{a.name_hint} needs shape {list(t.shape)}, got {list(x.shape)}", f.loc)
-            buffers[a] = quantize(x, t.dtype)
-        else:
-            buffers[a] = quantize(x, t)
-    for op in f.body.ops:
-        if isinstance(op, BufferOp):
+def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list:
+    """Run the entry function (see `irforge.interpreter.interpret`: inputs by position or name, params by name,
+    missing ones drawn at random from `seed`); returns its results."""
+    func = entry_function(module, entry)
+    bounds = gather_index_bounds(func)
+    buffers: dict[Value, np.ndarray] = dict(zip(func.body.args, bind_inputs(func, inputs, seed, bounds)))
+    for op in func.body.ops:
+        if isinstance(op, ParamOp):
+            t = op.result.type
+            buffers[op.result] = param_value(op.attributes["sym"].name, t, params, seed, bounds.get(op.result))
+        elif isinstance(op, BufferOp):
             t = op.result.type
             fill = np.nan if t.dtype.is_float else 0
             buffers[op.result] = np.full(t.shape, fill, dtype=numpy_dtype(t.dtype))
@@ -68,8 +46,22 @@ def run_function(f: FuncOp, args) -> list[np.ndarray]:
         elif isinstance(op, ReturnOp):
             return [np.array(buffers[v]) for v in op.operands]
         else:
-            raise error(f"the loop interpreter cannot run '{op.name}' at function level", op.loc)
-    return []
+            raise op.error("has no meaning in the loop interpreter at function level")
+    raise func.error("has no func.return")
+
+
+def gather_index_bounds(func: Operation) -> dict:
+    """For buffers whose elements are used as subscripts (gathers): the extent they index, so random ones fit."""
+    bounds: dict = {}
+    for op in func.walk():
+        if isinstance(op, CastOp) and op.result.type == index and isinstance(op.operand.owner, LoadOp):
+            src = op.operand.owner.buffer
+            for user in op.result.users:
+                if isinstance(user, (LoadOp, StoreOp)):
+                    for e, n in zip(user.index_exprs(), user.buffer.type.shape):
+                        if op.result in indexing.used_values(e):
+                            bounds[src] = min(bounds.get(src, n), n)
+    return bounds
 
 
 class _Kernel:
