@@ -135,6 +135,7 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             cls = passes[el.name]
             values = {}
             for key, raw, tok in el.options:
+                key = key.replace("_", "-")  # options are spelled with dashes; underscores are accepted
                 opt = cls.options.get(key)
                 if opt is None:
                     names = ", ".join(cls.options) or "none"

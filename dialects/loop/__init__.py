@@ -28,6 +28,8 @@ and never reads a buffer it writes, so loads inside a kernel are pure.
 
 from __future__ import annotations
 
+import re
+
 from irforge.attributes import SymbolRef
 from irforge.dialect import Dialect, grammar_file
 from irforge.index_expr import AffineMap
@@ -515,6 +517,36 @@ def enclosing_loops(op: Operation) -> list[_LoopBase]:
 def loop_extents(op: Operation) -> dict:
     """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
     return {lp.iv: lp.extent for lp in enclosing_loops(op)}
+
+
+def loc_names(loc) -> list[str]:
+    """The origins a location names (`aten.rms_norm` -> `rms_norm`), in order, without repeats."""
+    from irforge.location import FusedLoc, NameLoc
+
+    out: list[str] = []
+    stack = [loc]
+    while stack:
+        cur = stack.pop(0)
+        if isinstance(cur, FusedLoc):
+            stack[:0] = list(cur.locs)
+        elif isinstance(cur, NameLoc):
+            name = re.sub(r"[^A-Za-z0-9_]+", "_", cur.name.rsplit(".", 1)[-1].removesuffix("_default")).strip("_")
+            if name and name not in out:
+                out.append(name)
+    return out
+
+
+def kernel_name(loc, fallback: str, taken) -> str:
+    """`k_<what it computes>`: the torch ops the location names (at most three), else `fallback`; unique in
+    `taken` (a set of names, which learns the new one)."""
+    names = loc_names(loc)
+    base = "k_" + ("_".join(names[:3]) if names else fallback)
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------
