@@ -845,9 +845,9 @@ def _cp_async_wait(sim, op, values, mask, w, env):
             sim._land_cp_async(rec, w)
 
 
-def _bar_states(sim, op, values, mask, w) -> list[tuple[int, Mbarrier]]:
+def _bar_states(sim, op, values, mask, w, group: str = "index") -> list[tuple[int, Mbarrier]]:
     arr = values[op.bar]
-    (i,) = sim._index(op, "index", values, mask, w)
+    (i,) = sim._index(op, group, values, mask, w)
     out = []
     for lane in np.flatnonzero(mask):
         k = int(i[lane])
@@ -904,7 +904,7 @@ def _tma_load(sim, op, values, mask, w, env):
     tm = tref.type
     coords = sim._index(op, "coords", values, mask, w)
     dst_idx = sim._index(op, "dst_index", values, mask, w)
-    bars = _bar_states(sim, op, values, mask, w)
+    bars = _bar_states(sim, op, values, mask, w, "bar_index")
     src = tref.buffer.data.reshape(tm.shape)
     k = len(dst_idx)
     for lane, bar in bars:
