@@ -57,6 +57,10 @@ def _from_f32(name: str, v: str, dtype: str, n: int) -> tuple[str, str]:
     return f"  %{name} = kernel.cast %{v} : f32[{n}] to {dtype}[{n}]\n", name
 
 
+def _header(name: str, params: list[str], grid: str, block: str) -> str:
+    return f"kernel.func @{name}({', '.join(params)}) grid({grid}) block({block})"
+
+
 # ---- elementwise -----------------------------------------------------------------------------------------------
 def vector_add(n: int, dtype: str = "f32", block: int = 128) -> Example:
     """c = a + b with 16-byte vector loads, one vector per thread."""
@@ -66,7 +70,13 @@ def vector_add(n: int, dtype: str = "f32", block: int = 128) -> Example:
     ca, a32 = _to_f32("a32", "x", dtype, v)
     cb, b32 = _to_f32("b32", "y", dtype, v)
     cs, s_out = _from_f32("s_out", "s", dtype, v)
-    ir = f"""kernel.func @k_vector_add(%a: !kernel.ptr<{dtype}>, %b: !kernel.ptr<{dtype}>, %c: !kernel.ptr<{dtype}>) grid({n // per_block}) block({block}) {{
+    head = _header(
+        "k_vector_add",
+        [f"%a: !kernel.ptr<{dtype}>", f"%b: !kernel.ptr<{dtype}>", f"%c: !kernel.ptr<{dtype}>"],
+        f"{n // per_block}",
+        f"{block}",
+    )
+    ir = f"""{head} {{
   %t = kernel.thread_id x
   %blk = kernel.block_id x
   %i = kernel.index %blk * {per_block} + %t * {v}
@@ -101,7 +111,13 @@ def silu_mul(rows: int, cols: int, dtype: str = "f32", block: int = 256) -> Exam
     cg, g32 = _to_f32("g32", "g", dtype, v)
     cu, u32 = _to_f32("u32", "u", dtype, v)
     co, o_out = _from_f32("o_out", "o", dtype, v)
-    ir = f"""kernel.func @k_silu_mul(%gate: !kernel.ptr<{dtype}>, %up: !kernel.ptr<{dtype}>, %out: !kernel.ptr<{dtype}>) grid({n // per_block}) block({block}) {{
+    head = _header(
+        "k_silu_mul",
+        [f"%gate: !kernel.ptr<{dtype}>", f"%up: !kernel.ptr<{dtype}>", f"%out: !kernel.ptr<{dtype}>"],
+        f"{n // per_block}",
+        f"{block}",
+    )
+    ir = f"""{head} {{
   %t = kernel.thread_id x
   %blk = kernel.block_id x
   %i = kernel.index %blk * {per_block} + %t * {v}
@@ -169,7 +185,8 @@ def row_sum(rows: int, cols: int, block: int = 128) -> Example:
   kernel.barrier""")
         s //= 2
     tree_ir = "\n".join(tree)
-    ir = f"""kernel.func @k_row_sum(%x: !kernel.ptr<f32>, %y: !kernel.ptr<f32>) grid({rows}) block({block}) {{
+    head = _header("k_row_sum", ["%x: !kernel.ptr<f32>", "%y: !kernel.ptr<f32>"], f"{rows}", f"{block}")
+    ir = f"""{head} {{
   %partial = kernel.smem f32[{nw}]
   %t = kernel.thread_id x
   %row = kernel.block_id x
@@ -232,7 +249,13 @@ def rms_norm(rows: int, cols: int, dtype: str = "f32", block: int = 256, eps: fl
     cw, w32 = _to_f32("w32", "wv", dtype, v)
     co, o_out = _from_f32("o_out", "o", dtype, v)
     bf, total = _butterfly("ws", "sq_sum")
-    ir = f"""kernel.func @k_rms_norm(%x: !kernel.ptr<{dtype}>, %w: !kernel.ptr<{dtype}>, %y: !kernel.ptr<{dtype}>) grid({rows}) block({block}) {{
+    head = _header(
+        "k_rms_norm",
+        [f"%x: !kernel.ptr<{dtype}>", f"%w: !kernel.ptr<{dtype}>", f"%y: !kernel.ptr<{dtype}>"],
+        f"{rows}",
+        f"{block}",
+    )
+    ir = f"""{head} {{
   %partial = kernel.smem f32[{nw}]
   %t = kernel.thread_id x
   %row = kernel.block_id x
@@ -319,7 +342,8 @@ def softmax(rows: int, cols: int, dtype: str = "f32", block: int = 256) -> Examp
   %sn{off} = kernel.add %sa{off}, %sb{off} : f32""")
         m, s, off = f"mn{off}", f"sn{off}", off // 2
     combine_ir = "\n".join(combine)
-    ir = f"""kernel.func @k_softmax(%x: !kernel.ptr<{dtype}>, %y: !kernel.ptr<{dtype}>) grid({rows}) block({block}) {{
+    head = _header("k_softmax", [f"%x: !kernel.ptr<{dtype}>", f"%y: !kernel.ptr<{dtype}>"], f"{rows}", f"{block}")
+    ir = f"""{head} {{
   %part_m = kernel.smem f32[{nw}]
   %part_s = kernel.smem f32[{nw}]
   %t = kernel.thread_id x
@@ -408,7 +432,10 @@ def cp_async_scale(n: int, tiles_per_block: int = 4, block: int = 64, *, second_
     per_block = tile * tiles_per_block
     assert n % per_block == 0, f"n must be a multiple of {per_block}"
     tail = "    kernel.barrier\n" if second_barrier else ""
-    ir = f"""kernel.func @k_cp_async_scale(%x: !kernel.ptr<f32>, %out: !kernel.ptr<f32>) grid({n // per_block}) block({block}) {{
+    head = _header(
+        "k_cp_async_scale", ["%x: !kernel.ptr<f32>", "%out: !kernel.ptr<f32>"], f"{n // per_block}", f"{block}"
+    )
+    ir = f"""{head} {{
   %stage = kernel.smem f32[2,{tile}]
   %t = kernel.thread_id x
   %blk = kernel.block_id x
@@ -453,7 +480,13 @@ def tma_scale(rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block
     waits on the mbarrier, then reads the box from shared memory."""
     assert rows % box_rows == 0 and cols % box_cols == 0
     box = box_rows * box_cols
-    ir = f"""kernel.func @k_tma_scale(%xm: !kernel.tensormap<bf16, [{rows}, {cols}], [{box_rows}, {box_cols}]>, %out: !kernel.ptr<f32>) grid({cols // box_cols}, {rows // box_rows}) block({block}) {{
+    head = _header(
+        "k_tma_scale",
+        [f"%xm: !kernel.tensormap<bf16, [{rows}, {cols}], [{box_rows}, {box_cols}]>", "%out: !kernel.ptr<f32>"],
+        f"{cols // box_cols}, {rows // box_rows}",
+        f"{block}",
+    )
+    ir = f"""{head} {{
   %tile = kernel.smem bf16[{box_rows},{box_cols}]
   %full = kernel.smem mbarrier[1]
   %t = kernel.thread_id x
@@ -500,7 +533,13 @@ def mma_linear(m: int, n: int, k: int, dtype: str = "bf16") -> Example:
     """y = a @ w^T (a: [m, k], w: [n, k] as nn.Linear stores it; f32 result) with mma.sync m16n8k16: one warp per
     16 x 8 output tile, staging 16 x 16 slices of a and 8 x 16 slices of w in shared memory."""
     assert m % 16 == 0 and n % 8 == 0 and k % 16 == 0
-    ir = f"""kernel.func @k_mma_linear(%a: !kernel.ptr<{dtype}>, %w: !kernel.ptr<{dtype}>, %y: !kernel.ptr<f32>) grid({n // 8}, {m // 16}) block(32) {{
+    head = _header(
+        "k_mma_linear",
+        [f"%a: !kernel.ptr<{dtype}>", f"%w: !kernel.ptr<{dtype}>", "%y: !kernel.ptr<f32>"],
+        f"{n // 8}, {m // 16}",
+        "32",
+    )
+    ir = f"""{head} {{
   %as = kernel.smem {dtype}[16,16]
   %ws = kernel.smem {dtype}[8,16]
   %lane = kernel.thread_id x
