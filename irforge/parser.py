@@ -234,6 +234,9 @@ class CoreSyntax(Transformer):
     def unit_attr(self, c):
         return UNIT
 
+    def none_attr(self, c):
+        return None
+
     def string_attr(self, c):
         return _unquote(c[0])
 
@@ -553,7 +556,9 @@ class _Builder:
                 ast.loc,
             )
         try:
-            op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=ast.name if cls is Operation else None)
+            # Generic ops and op families (`torch.aten.`) take their full name from the text.
+            name = ast.name if cls.name != ast.name else None
+            op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=name)
         except TypeError as e:
             raise error(f"'{ast.name}': {e}", ast.loc) from None
         for ref, r in zip(ast.results, op.results):

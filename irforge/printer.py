@@ -23,7 +23,7 @@ _BARE_ID = re.compile(r"[A-Za-z_$.][A-Za-z0-9_$.\-]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
 _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
 # Words the attribute grammar reads as values; such dictionary keys are quoted.
-_KEYWORDS = frozenset({"true", "false", "unit", "inf", "nan", "loc", "affine_map", "min", "max"})
+_KEYWORDS = frozenset({"true", "false", "unit", "none", "inf", "nan", "loc", "affine_map", "min", "max"})
 
 
 def format_string(s: str) -> str:
@@ -47,6 +47,8 @@ def format_key(k: str) -> str:
 
 
 def format_attr(a) -> str:
+    if a is None:
+        return "none"
     if a is True:
         return "true"
     if a is False:

@@ -7,6 +7,9 @@ function `irf_<name>` that the emitter's prelude defines for every dtype).
 
 Half types (f16, bf16) compute in f32 and round on the way out, as PyTorch does; `quantize` does that rounding
 for numpy arrays (bf16 values are held in float32 arrays).
+
+`cast` converts to the type its op states (its result type does not follow from the operand): floats round to
+nearest even, floats to integers truncate toward zero, anything to bool is `x != 0`, bool to numbers is 0 or 1.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ def _not(a):
     return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
 
 
+def _cast(x):
+    # The conversion itself happens in `quantize`, which every evaluation ends with.
+    return x
+
+
 def _round_half_even(x):
     return np.round(x)
 
@@ -51,7 +59,7 @@ def _round_half_even(x):
 class ScalarOp:
     name: str
     arity: int
-    kind: str  # "arith" | "math" | "compare" | "logic" | "select"
+    kind: str  # "arith" | "math" | "compare" | "logic" | "select" | "cast"
     numpy: object  # vectorised implementation on numpy arrays
     cuda: str  # infix operator ("+") or the prelude function "irf_<name>"
     summary: str
@@ -63,6 +71,8 @@ class ScalarOp:
     def result_type(self, operand_types: list[ScalarType]) -> ScalarType:
         if len(operand_types) != self.arity:
             raise ValueError(f"'{self.name}' takes {self.arity} operand(s), got {len(operand_types)}")
+        if self.kind == "cast":
+            raise ValueError("'cast' converts to the result type its op states; it cannot be inferred")
         if self.kind == "compare":
             return boolean
         if self.kind == "select":
@@ -135,6 +145,8 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         _op("not", 1, "logic", _not, None, "logical not (bitwise on integers)"),
         # choice
         _op("select", 3, "select", np.where, None, "c ? a : b"),
+        # conversion (the result type comes from the op)
+        _op("cast", 1, "cast", _cast, None, "convert to the result type"),
     ]
 }
 
@@ -209,6 +221,6 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
 def evaluate(name: str, args: list[np.ndarray], result: ScalarType) -> np.ndarray:
     """Apply scalar op `name` elementwise, computing half types in float32 and rounding to `result`."""
     op = SCALAR_OPS[name]
-    with np.errstate(all="ignore"):
-        out = op.numpy(*args)
-    return quantize(out, result)
+    args = [a.astype(np.float32) if a.dtype == np.float16 else a for a in map(np.asarray, args)]
+    with np.errstate(all="ignore"):  # inf, nan and out-of-range conversions are values here, not errors
+        return quantize(op.numpy(*args), result)
