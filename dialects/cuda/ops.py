@@ -5,14 +5,14 @@ extern "C" __global__ void k_add(...) { ... }
 }}}
 cuda.program @forward {
   %a = cuda.input 0 : f32[1024]
-  %w = cuda.param 1 : f32[1024]
+  %w = cuda.param @weight : f32[1024]
   %c = cuda.alloc : f32[1024]
   cuda.launch @k_add(%a, %w, %c)
   cuda.output %c
 }
 
-A program's buffers are its inputs (bound per call), its parameters (model weights: bound once), and the
-allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
+A program's buffers are its inputs (bound per call, by position), its parameters (model weights, by name: bound
+once), and the allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
 """
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ class ProgramOp(Operation):
             raise self.error("must end with cuda.output")
         seen = {}
         for op in ops:
-            if isinstance(op, (InputOp, ParamOp)):
+            if isinstance(op, InputOp):
                 pos = op.attributes["position"]
                 if pos in seen:
-                    raise op.error(f"argument position {pos} is bound twice")
+                    raise op.error(f"input position {pos} is bound twice")
                 seen[pos] = op
         if sorted(seen) != list(range(len(seen))):
-            raise self.error(f"argument positions must be 0..{len(seen) - 1}, got {sorted(seen)}")
+            raise self.error(f"input positions must be 0..{len(seen) - 1}, got {sorted(seen)}")
 
     def print_custom(self, p):
         p.write("cuda.program ", str(SymbolRef(self.attributes["sym_name"])))
@@ -111,7 +111,10 @@ class _HostOp(Operation):
         pass
 
 
-class _ArgOp(_HostOp):
+class InputOp(_HostOp):
+    """An input of the program: argument `position` of every call, used in place (copied in for graph replay)."""
+
+    name = "cuda.input"
     operand_names = ()
     result_names = ("result",)
     attribute_types = {"position": int}
@@ -122,19 +125,24 @@ class _ArgOp(_HostOp):
             raise self.error(f"binds a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write(self.name, f" {self.attributes['position']} : ", p.type(self.result.type))
+        p.write(f"cuda.input {self.attributes['position']} : ", p.type(self.result.type))
 
 
-class InputOp(_ArgOp):
-    """An input of the program: argument `position` of every call, used in place (copied in for graph replay)."""
-
-    name = "cuda.input"
-
-
-class ParamOp(_ArgOp):
-    """A parameter (a model weight) at argument `position`: bound once, kept on the device."""
+class ParamOp(_HostOp):
+    """A parameter (a model weight) from the param store, by name: bound once, kept on the device."""
 
     name = "cuda.param"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+
+    def verify_op(self):
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"binds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        p.write("cuda.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
 class AllocOp(_HostOp):

@@ -100,6 +100,31 @@ IRF_DEV float irf_f32(__nv_bfloat16 a) { return __bfloat162float(a); }
 _PRIMITIVES = r"""
 template <typename T> IRF_DEV T irf_select(bool c, T a, T b) { return c ? a : b; }
 
+// cast: to bool is x != 0; half types convert through float (doubles directly); floats to integers truncate.
+template <typename To> struct irf_cast_to {
+  template <typename From> static IRF_DEV To from(From x) { return (To)x; }
+  static IRF_DEV To from(__half x) { return (To)__half2float(x); }
+  static IRF_DEV To from(__nv_bfloat16 x) { return (To)__bfloat162float(x); }
+};
+template <> struct irf_cast_to<bool> {
+  template <typename From> static IRF_DEV bool from(From x) { return x != (From)0; }
+  static IRF_DEV bool from(__half x) { return __half2float(x) != 0.0f; }
+  static IRF_DEV bool from(__nv_bfloat16 x) { return __bfloat162float(x) != 0.0f; }
+};
+template <> struct irf_cast_to<__half> {
+  template <typename From> static IRF_DEV __half from(From x) { return __float2half((float)x); }
+  static IRF_DEV __half from(double x) { return __double2half(x); }
+  static IRF_DEV __half from(__half x) { return x; }
+  static IRF_DEV __half from(__nv_bfloat16 x) { return __float2half(__bfloat162float(x)); }
+};
+template <> struct irf_cast_to<__nv_bfloat16> {
+  template <typename From> static IRF_DEV __nv_bfloat16 from(From x) { return __float2bfloat16((float)x); }
+  static IRF_DEV __nv_bfloat16 from(double x) { return __double2bfloat16(x); }
+  static IRF_DEV __nv_bfloat16 from(__half x) { return __float2bfloat16(__half2float(x)); }
+  static IRF_DEV __nv_bfloat16 from(__nv_bfloat16 x) { return x; }
+};
+template <typename To, typename From> IRF_DEV To irf_cast(From x) { return irf_cast_to<To>::from(x); }
+
 // ---- memory: N contiguous elements, moved 16 bytes (or the whole access, if smaller) at a time ----
 template <int BYTES> struct irf_bits;
 template <> struct irf_bits<1> { typedef unsigned char type; };
@@ -284,7 +309,7 @@ IRF_DEV void irf_atomic_min(double* p, double v) {
 def _scalar_functions() -> str:
     out = ["\n// ---- scalar ops from irforge.scalar_ops ----"]
     for name, op in SCALAR_OPS.items():
-        if op.infix or name == "select":
+        if op.infix or op.kind in ("select", "cast"):  # templates, with the primitives below
             continue
         args = "a" if op.arity == 1 else "a, b"
         out.append(f"// {name}: {op.summary}")
@@ -315,7 +340,8 @@ def prelude_source() -> str:
 
 
 def prelude_functions() -> dict[str, set[str]]:
-    """For each scalar op with a prelude function, the C types it has an overload for (what tests check)."""
+    """For each scalar op with a prelude overload set, the C types it has an overload for (select and cast are
+    templates over every type, and are not listed)."""
     import re
 
     found: dict[str, set[str]] = {}

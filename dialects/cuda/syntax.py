@@ -40,8 +40,8 @@ class CudaSyntax:
         return OpAST("cuda.input", attrs={"position": int(pos)}, result_types=[t])
 
     def cuda_param(self, c):
-        pos, t = c
-        return OpAST("cuda.param", attrs={"position": int(pos)}, result_types=[t])
+        sym, t = c
+        return OpAST("cuda.param", attrs={"sym": sym}, result_types=[t])
 
     def cuda_alloc(self, c):
         return OpAST("cuda.alloc", result_types=[c[0]])

@@ -244,6 +244,24 @@ class AllocOp(HostOp):
         p.write(" : ", p.type(self.result.type))
 
 
+class ParamOp(HostOp):
+    """A named parameter (a weight) whose value lives in the program's param store, as `tensor.param` has it."""
+
+    name = "kernel.param"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    def verify_op(self):
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"binds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        p.write("kernel.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+
+
 class ViewOp(HostOp):
     """The same buffer seen with another shape (same element type and element count): costs nothing."""
 
@@ -502,7 +520,8 @@ def _make_scalar_op(name: str) -> type:
     return type(cls_name, (ScalarMathOp,), {"name": f"kernel.{name}", "scalar_op": name, "__doc__": doc})
 
 
-SCALAR_MATH_OPS = tuple(_make_scalar_op(n) for n in SCALAR_OPS)
+# `cast` is the one table entry whose result type is not inferred: it is `kernel.cast`, below, with its own syntax.
+SCALAR_MATH_OPS = tuple(_make_scalar_op(n) for n, o in SCALAR_OPS.items() if o.kind != "cast")
 
 
 class CastOp(KernelOp):
@@ -1214,6 +1233,7 @@ class MmaOp(KernelOp):
 OPS = (
     KernelFuncOp,
     AllocOp,
+    ParamOp,
     ViewOp,
     LaunchOp,
     ThreadIdOp,

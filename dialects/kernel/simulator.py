@@ -13,8 +13,8 @@ all follow the hardware's rules, and what the simulator can see going wrong is a
 - a barrier or a shuffle reached by part of a warp, warps waiting at different barriers, a deadlock;
 - out-of-bounds or misaligned vector accesses, reads of never-written global memory, outputs left unwritten.
 
-The interpreter convention: `run(module, inputs) -> outputs`, numpy arrays in the order of the host function's
-arguments and results (bf16 values are held in float32 arrays, as `irforge.scalar_ops` does).
+It follows `irforge.interpreter`'s convention: `run(module, inputs, params, entry=, seed=) -> outputs`, numpy arrays
+in the order of the host function's results (bf16 values held in float32 arrays, as `irforge.scalar_ops` does).
 """
 
 from __future__ import annotations
@@ -102,29 +102,22 @@ class SimulationError(Exception):
 
 
 # ---- the program -----------------------------------------------------------------------------------------------
-def run(module: Operation, inputs, *, entry: str | None = None) -> list[np.ndarray]:
-    """Run the host function of a kernel-level module on numpy inputs; returns its results as numpy arrays."""
-    from irforge.builtin import FuncOp, ReturnOp
+def run(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list[np.ndarray]:
+    """Run the host function of a kernel-level module (the `irforge.interpreter` convention: inputs as a list or a
+    dict by name, missing ones random; params by name, missing ones random from their name and the seed)."""
+    from irforge.builtin import ReturnOp
+    from irforge.interpreter import bind_inputs, entry_function, param_value
 
-    funcs = [op for op in module.body.ops if isinstance(op, FuncOp)]
-    if entry is not None:
-        funcs = [f for f in funcs if f.attributes["sym_name"] == entry]
-    if len(funcs) != 1:
-        what = f"a host function named @{entry}" if entry else "exactly one host func.func"
-        raise error(f"the kernel simulator needs {what}; the module has {len(funcs)}", module.loc)
-    host = funcs[0]
-    args = host.body.args
-    if len(inputs) != len(args):
-        raise error(f"@{host.attributes['sym_name']} takes {len(args)} input(s), got {len(inputs)}", host.loc)
+    host = entry_function(module, entry)
     env: dict = {}
-    for i, (a, x) in enumerate(zip(args, inputs)):
-        x = np.asarray(x)
-        if not isinstance(a.type, TensorType) or x.shape != a.type.shape:
-            raise error(f"input #{i} has shape {list(x.shape)}, but the function takes {a.type}", host.loc)
-        env[a] = GlobalBuffer(a.type.dtype, a.type.numel, x, name=f"input #{i}")
+    for i, (a, x) in enumerate(zip(host.body.args, bind_inputs(host, inputs, seed))):
+        env[a] = GlobalBuffer(a.type.dtype, a.type.numel, x, name=f"input #{i} (%{a.name_hint or i})")
     launches = 0
     for op in host.body.ops:
-        if isinstance(op, K.AllocOp):
+        if isinstance(op, K.ParamOp):
+            t, sym = op.result.type, op.attributes["sym"].name
+            env[op.result] = GlobalBuffer(t.dtype, t.numel, param_value(sym, t, params, seed), name=f"param @{sym}")
+        elif isinstance(op, K.AllocOp):
             env[op.result] = GlobalBuffer(op.result.type.dtype, op.result.type.numel, name="%" + _hint(op.result))
         elif isinstance(op, K.ViewOp):
             env[op.result] = env[op.source]

@@ -34,10 +34,10 @@ class KernelSyntax:
     def kernel_iexprs(self, c):
         return list(c)
 
-    def kernel_params(self, c):
+    def kernel_func_params(self, c):
         return list(c)
 
-    def kernel_param(self, c):
+    def kernel_func_param(self, c):
         return (self.ref(c[0]), c[1])
 
     def kernel_carry(self, c):
@@ -59,6 +59,10 @@ class KernelSyntax:
     def kernel_alloc(self, c):
         attrs, t = c
         return OpAST("kernel.alloc", attrs=_attrs(attrs), result_types=[t])
+
+    def kernel_param(self, c):
+        sym, t = c
+        return OpAST("kernel.param", attrs={"sym": sym}, result_types=[t])
 
     def kernel_view(self, c):
         v, t = c

@@ -4,8 +4,8 @@ Each `kernel.func` becomes a `cuda.kernel` holding readable CUDA C++: one statem
 register tiles and fragments as small arrays filled by `#pragma unroll` loops (unrolled here, in the text, never in
 the IR), comments naming the torch ops the statements came from (from the ops' locations). f16/bf16 values are
 stored as `__half`/`__nv_bfloat16` and computed in float, rounding once per op as the simulator does. The host
-`func.func` becomes a `cuda.program`: its arguments become `cuda.input`s (or `cuda.param`s, for the argument
-indices listed in its `params` attribute), allocations, views and launches carry over in order.
+`func.func` becomes a `cuda.program`: its arguments become `cuda.input`s; params, allocations, views and launches
+carry over in order.
 """
 
 from __future__ import annotations
@@ -68,15 +68,17 @@ class KernelToCuda(Pass):
 
 # ---- the host program ------------------------------------------------------------------------------------------
 def _program(func: FuncOp) -> C.ProgramOp:
-    params = set(func.attributes.get("params", ()))
     block = Block()
     vmap: dict[Value, Value] = {}
     for i, a in enumerate(func.body.args):
-        cls = C.ParamOp if i in params else C.InputOp
-        op = block.append(cls((), [a.type], {"position": i}, loc=func.loc, result_hints=[a.name_hint]))
+        op = block.append(C.InputOp((), [a.type], {"position": i}, loc=func.loc, result_hints=[a.name_hint]))
         vmap[a] = op.result
     for op in func.body.ops:
-        if isinstance(op, K.AllocOp):
+        if isinstance(op, K.ParamOp):
+            new = C.ParamOp(
+                (), [op.result.type], {"sym": op.attributes["sym"]}, loc=op.loc, result_hints=[op.result.name_hint]
+            )
+        elif isinstance(op, K.AllocOp):
             new = C.AllocOp((), [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
         elif isinstance(op, K.ViewOp):
             new = C.ViewOp([vmap[op.source]], [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
@@ -85,7 +87,7 @@ def _program(func: FuncOp) -> C.ProgramOp:
         elif isinstance(op, ReturnOp):
             new = C.OutputOp([vmap[v] for v in op.values], (), loc=op.loc)
         else:
-            raise op.error("cannot be part of a cuda.program (only kernel.alloc, kernel.view and kernel.launch can)")
+            raise op.error("cannot be part of a cuda.program (only kernel.param, alloc, view and launch can)")
         block.append(new)
         for old, r in zip(op.results, new.results):
             vmap[old] = r
@@ -397,22 +399,7 @@ class _Emitter:
         self.declare(op.result, lambda i: self.convert(self.elem(op.input, i), src, dst))
 
     def convert(self, x: str, src: ScalarType, dst: ScalarType) -> str:
-        if src == dst:
-            return x
-        s_half, d = src.name in ("f16", "bf16"), dst.name
-        if d == "bool":
-            return f"(irf_f32({x}) != 0.0f)" if s_half else f"({x} != 0)"
-        if d in ("f16", "bf16"):
-            to = HALF_TYPES[C_TYPES[d]][1]
-            if src.name == "f32":
-                return f"{to}({x})"
-            if src.name == "f64":
-                return f"{'__double2bfloat16' if d == 'bf16' else '__double2half'}({x})"
-            return f"{to}(irf_f32({x}))" if s_half else f"{to}((float){x})"
-        ct = c_type(dst, self.index_t)
-        if s_half:
-            return f"irf_f32({x})" if d == "f32" else f"({ct})irf_f32({x})"
-        return f"({ct}){x}"
+        return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
 
     def op_splat(self, op):
         self.declare(op.result, lambda i: self.name(op.input))
