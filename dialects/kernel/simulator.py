@@ -74,6 +74,10 @@ class SharedBuffer:
         self.w_epoch = np.full(n, -1, dtype=np.int64)
         self.r_thread = np.full(n, _NO_THREAD, dtype=np.int64)
         self.r_epoch = np.full(n, -1, dtype=np.int64)
+        # Reads of never-written addresses in the current epoch: {address: (op, thread)}. A write by another thread
+        # later in the epoch makes one a race (the barrier between them is missing); at the barrier, the rest are
+        # reads of memory nothing wrote.
+        self.unwritten_reads: dict[int, tuple] = {}
 
 
 @dataclass
@@ -192,6 +196,10 @@ class BlockSim:
     def run(self) -> None:
         gens = {w.index: self._warp_program(w) for w in self.warps}
         live = list(self.warps)
+        self._schedule(gens, live)
+        self._check_unwritten_reads()
+
+    def _schedule(self, gens, live) -> None:
         while live:
             progressed = False
             for w in live:
@@ -222,6 +230,7 @@ class BlockSim:
                         " (a barrier in divergent control flow)",
                         b,
                     )
+                self._check_unwritten_reads()
                 for w in at_barrier:
                     w.waiting = None
                 self.epoch += 1
@@ -235,6 +244,16 @@ class BlockSim:
                     raise self._error(w0.waiting[1], f"deadlock: warp {blocked.index} never reaches this barrier", w0)
                 w = live[0]
                 raise self._error(w.waiting[1], "deadlock: the mbarrier phase this warp waits for never completes", w)
+
+    def _check_unwritten_reads(self) -> None:
+        """At a barrier (or the kernel's end): reads of shared memory nothing wrote in their epoch are errors."""
+        for obj in self.shared.values():
+            if isinstance(obj, SharedBuffer) and obj.unwritten_reads:
+                addr, (op, tid) = next(iter(obj.unwritten_reads.items()))
+                raise op.error(
+                    f"reads shared address {addr}, which nothing has written"
+                    f" [block {tuple(self.block_idx)}, {self._thread_name(tid)}]"
+                )
 
     def _land_transactions(self) -> bool:
         """Complete every in-flight TMA copy (they may land at any time); True if there were any."""
@@ -280,7 +299,8 @@ class BlockSim:
 
     def _land_cp_async(self, rec, w: Warp) -> None:
         """A cp.async copy lands: it counts as its thread's write, so other threads need a barrier to read it."""
-        _, dst, a, tids, data = rec
+        op, dst, a, tids, data = rec
+        _check_shared_write_order(self, op, dst, a, tids)
         dst.pending[a] = False
         dst.data[a] = data
         dst.written[a] = True
@@ -595,6 +615,7 @@ def _duplicate_writers(a, tids):
 
 
 def _check_shared_write(sim, op, mem: SharedBuffer, a, tids, w) -> None:
+    _check_shared_write_order(sim, op, mem, a, tids)
     dup = _duplicate_writers(a, tids)
     if dup is not None:
         addr, t1, t2 = dup
@@ -629,6 +650,18 @@ def _check_shared_write(sim, op, mem: SharedBuffer, a, tids, w) -> None:
         )
 
 
+def _check_shared_write_order(sim, op, mem: SharedBuffer, a, tids) -> None:
+    """A write that lands after another thread already read the (then unwritten) address in this epoch."""
+    if mem.unwritten_reads:
+        for addr, t in zip(a.tolist(), tids.tolist()):
+            early = mem.unwritten_reads.get(addr)
+            if early is not None and early[1] != t:
+                raise early[0].error(
+                    f"race: {sim._thread_name(early[1])} reads shared address {addr} before {sim._thread_name(t)}"
+                    f" writes it, with no barrier between them (missing kernel.barrier?) [block {tuple(sim.block_idx)}]"
+                )
+
+
 def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
     e = sim.epoch
     where = f"block {tuple(sim.block_idx)}"
@@ -639,12 +672,8 @@ def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
             f"reads shared address {int(a[k])} before the async copy into it completed (missing cp_async_wait or"
             f" mbarrier_wait?) [{where}, {sim._thread_name(int(tids[k]))}]"
         )
-    unwritten = ~mem.written[a]
-    if unwritten.any():
-        k = int(np.argmax(unwritten))
-        raise op.error(
-            f"reads shared address {int(a[k])}, which nothing has written [{where}, {sim._thread_name(int(tids[k]))}]"
-        )
+    for k in np.flatnonzero(~mem.written[a]):
+        mem.unwritten_reads.setdefault(int(a[k]), (op, int(tids[k])))
     raw = (mem.w_epoch[a] == e) & (mem.w_thread[a] >= 0) & (mem.w_thread[a] != tids)
     if raw.any():
         k = int(np.argmax(raw))
@@ -870,9 +899,7 @@ def _mbarrier_arrive(sim, op, values, mask, w, env):
         if not bar.initialized:
             raise sim._error(op, "arrives on an mbarrier that was never initialised", w, lane)
         bar.tx += tx
-        bar.pending -= 1
-        if bar.pending < 0:
-            raise sim._error(op, f"more arrivals than the {bar.count} the mbarrier was initialised for", w, lane)
+        bar.pending -= 1  # arrivals past the count roll into the next phase, as on the hardware
         _complete_phase_if_done(bar)
 
 
