@@ -346,6 +346,6 @@ def prelude_functions() -> dict[str, set[str]]:
 
     found: dict[str, set[str]] = {}
     for m in re.finditer(r"IRF_DEV ([\w ]+?) irf_(\w+)\(", prelude_source()):
-        if m.group(2) in SCALAR_OPS:
+        if m.group(2) in SCALAR_OPS and SCALAR_OPS[m.group(2)].kind not in ("select", "cast"):
             found.setdefault(m.group(2), set()).add(m.group(1))
     return found

@@ -653,7 +653,7 @@ class _Emitter:
 
     def op_frag_load(self, op):
         r, t = op.result, op.result.type
-        self.line(f"{self.ctype(t)} {self.name(r)}[{t.per_lane}];  // this lane's part of a {t.role} fragment")
+        self.line(f'{self.ctype(t)} {self.name(r)}[{t.per_lane}];  // this lane\'s share of the "{t.role}" fragment')
         for j, src in enumerate(self.frag_elements(op, t, op.mem)):
             self.line(f"{self.name(r)}[{j}] = {src};")
 
