@@ -441,6 +441,7 @@ def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
             strip[rule] = True
         else:
             strip[rule] = False
+            _OP_STARTS.add(m.group(1))  # a family's name terminal starts an op, like a keyword
     return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
