@@ -44,7 +44,13 @@ def gather_index_bounds(func: Operation) -> dict:
     for op in func.walk():
         if op.name == "tensor.gather":
             n = op.input.type.shape[op.attributes["axis"]]
-            bounds[op.indices] = min(bounds.get(op.indices, n), n)
+            v = op.indices
+            while True:  # index maps only move values: the bound belongs to the input or param they come from
+                bounds[v] = min(bounds.get(v, n), n)
+                producer = getattr(v, "op", None)
+                if producer is None or producer.name != "tensor.index_map":
+                    break
+                v = producer.input
     return bounds
 
 
