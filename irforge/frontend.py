@@ -9,7 +9,8 @@ Each becomes a `TorchProgram` to capture: a module to export, example inputs and
     nn.RMSNorm(2048)(torch.randn(1,32,2048))
     (lambda q, k: q @ k.mT)(torch.randn(4,8), torch.randn(4,8))
 
-Tensors the snippet creates are the graph's inputs, named after their variables (`x`, `bias`, `w`), after the
+The random number generator is seeded (0) before a snippet or file runs, so the same command gives the same
+inputs and weights. Tensors the snippet creates are the graph's inputs, named after their variables (`x`, `bias`, `w`), after the
 lambda's parameters they are passed to (`q`, `k`), or `x`, `y`, `z`, `x3`, ... when created inline. Modules the
 snippet creates are part of the program: their parameters and buffers become params (`@norm.weight`, or
 `@rms_norm.weight` for an inline `nn.RMSNorm(...)`).
@@ -138,6 +139,7 @@ def from_file(path: str) -> TorchProgram:
         raise error(f"cannot read '{path}': {e.strerror}") from None
     register_source(path, text)
     where = FileLineColLoc(path, 1, 1)
+    torch.manual_seed(0)
     try:
         ns = runpy.run_path(path, run_name="__irforge__")
     except SyntaxError as e:
@@ -170,6 +172,7 @@ def from_snippet(text: str, name: str = SNIPPET) -> TorchProgram:
     expr = tree.body[-1].value
     where = FileLineColLoc(name, expr.lineno, expr.col_offset + 1)
     ns: dict = {"torch": torch, "nn": nn, "F": torch.nn.functional, "__name__": "__irforge_snippet__"}
+    torch.manual_seed(0)
     try:
         exec(compile(ast.Module(body=tree.body[:-1], type_ignores=[]), name, "exec"), ns)
         hoisted = _Hoister(ns, name).run(expr)
