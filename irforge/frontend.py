@@ -9,11 +9,13 @@ Each becomes a `TorchProgram` to capture: a module to export, example inputs and
     nn.RMSNorm(2048)(torch.randn(1,32,2048))
     (lambda q, k: q @ k.mT)(torch.randn(4,8), torch.randn(4,8))
 
-The random number generator is seeded (0) before a snippet or file runs, so the same command gives the same
-inputs and weights. Tensors the snippet creates are the graph's inputs, named after their variables (`x`, `bias`, `w`), after the
+Tensors the snippet creates are the graph's inputs, named after their variables (`x`, `bias`, `w`), after the
 lambda's parameters they are passed to (`q`, `k`), or `x`, `y`, `z`, `x3`, ... when created inline. Modules the
 snippet creates are part of the program: their parameters and buffers become params (`@norm.weight`, or
 `@rms_norm.weight` for an inline `nn.RMSNorm(...)`).
+
+The random number generator is seeded (0) before a snippet or a file runs, so one command always gives the same
+inputs and weights.
 
 **Files**: a Python file that defines `model` (an `nn.Module`, or a function of tensors) and `example_inputs` (a
 tensor or a tuple of tensors). Inputs are named after the parameters of `model.forward` (or of the function).

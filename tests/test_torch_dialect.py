@@ -75,5 +75,7 @@ def test_call_args_put_operands_in_place():
 def test_results_must_be_tensors():
     with pytest.raises(IRForgeError, match="results must be tensors, not f32"):
         parse_module(
-            'func.func @f(%a: f32[2]) {\n  %c = "torch.aten.sum"(%a) {args = [unit]} : (f32[2]) -> f32\n  func.return\n}\n'
+            "func.func @f(%a: f32[2]) {\n"
+            '  %c = "torch.aten.sum"(%a) {args = [unit]} : (f32[2]) -> f32\n'
+            "  func.return\n}\n"
         )
