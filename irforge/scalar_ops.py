@@ -303,7 +303,7 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
     """Round `x` to the values `t` can hold, stored in `numpy_dtype(t)` (round-to-nearest-even for bf16)."""
     x = np.asarray(x)
     if t.name == "bf16":
-        f = np.ascontiguousarray(x, dtype=np.float32)
+        f = np.array(x, dtype=np.float32, order="C")  # not ascontiguousarray: it turns 0-d arrays into 1-d
         bits = f.view(np.uint32).astype(np.uint64)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
         out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
