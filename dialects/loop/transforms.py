@@ -474,9 +474,17 @@ def fuse_producers(func: FuncOp, accept: Callable[[Trial], bool]) -> bool:
     """Pull producers into consumers, last kernel first, whenever `accept` takes the measured trial.
 
     A consumer tries the buffers it reads, latest producer first, until none is accepted; a producer whose buffer
-    nobody reads any more loses its store (and disappears when it has no store left).
+    nobody reads any more loses its store (and disappears when it has no store left). Sweeps repeat until one
+    changes nothing, so the result is a fixpoint (running the pass again does nothing).
     """
     taken = {k.sym_name for k in kernels(func)}
+    changed = False
+    while _fuse_sweep(func, accept, taken):  # a fusion can enable one in a kernel already visited
+        changed = True
+    return changed
+
+
+def _fuse_sweep(func: FuncOp, accept, taken: set[str]) -> bool:
     changed = False
     for consumer in reversed(kernels(func)):
         while consumer.parent is not None:
