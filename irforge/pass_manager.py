@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import time
 import typing
 from dataclasses import dataclass
@@ -160,10 +161,13 @@ def _coerce(t, v):
 
 
 def format_value(v) -> str:
+    """An option value as pipeline text (strings are quoted where the bare form would not read back)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple):
         return ",".join(format_value(x) for x in v)
+    if isinstance(v, str) and (v == "" or re.search(r'[\s{}"]', v)):
+        return f'"{v}"'
     return str(v)
 
 
@@ -187,7 +191,10 @@ class Pass:
         for k, v in list(cls.__dict__.items()):
             if isinstance(v, Option):
                 v.name, v.attr, v.type = k.replace("_", "-"), k, hints.get(k, type(v.default))
-                v.check(v.default)  # a bad default is the pass author's bug: fail at import
+                try:
+                    v.check(v.default)
+                except ValueError as e:  # a bad default is the pass author's bug: fail at import, naming it
+                    raise TypeError(f"pass {cls.name}: default of option '{v.name}': {e}") from None
                 opts[v.name] = v
                 delattr(cls, k)
         cls.options = opts

@@ -105,6 +105,7 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         _op("div", 2, "arith", _div, "/", "a / b (true division for floats, truncating for integers)"),
         _op("floordiv", 2, "arith", np.floor_divide, None, "floor(a / b)"),
         _op("remainder", 2, "arith", np.mod, None, "a - floor(a / b) * b (Python's %)"),
+        _op("fmod", 2, "arith", np.fmod, None, "a - trunc(a / b) * b, exactly (C's fmod: the sign of a)"),
         _op("maximum", 2, "arith", np.maximum, None, "max(a, b), NaN-propagating"),
         _op("minimum", 2, "arith", np.minimum, None, "min(a, b), NaN-propagating"),
         _op("neg", 1, "arith", np.negative, None, "-a"),
