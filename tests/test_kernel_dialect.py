@@ -88,7 +88,13 @@ BAD = [
     ('  %c = kernel.const 0.0 : !kernel.frag<"a", f32, [16, 8]>\n', "no fragment layout", 2),
     ("  %s = kernel.smem f32[4] swizzle(1, 2)\n", "expected", 2),
     ("  %t = kernel.thread_id x\n  %v = kernel.shfl_xor %t, 3 {width = 3} : index\n", "width must be a power", 3),
+    ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[3]\n", "moves 12 bytes; vector accesses", 3),
 ]
+
+
+def test_tensormap_rules():
+    with pytest.raises(IRForgeError, match="multiples of 16 bytes"):
+        parse_module("kernel.func @k(%m: !kernel.tensormap<bf16, [64, 64], [8, 4]>) grid(1) block(1) {\n}\n")
 
 
 @pytest.mark.parametrize("body,message,line", BAD, ids=[b[1][:30] for b in BAD])
