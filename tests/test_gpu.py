@@ -40,8 +40,8 @@ def test_example_on_gpu(ex):
 
 def test_graph_replay_matches_and_follows_new_inputs():
     import torch
-
     from irforge.dialects.kernel import examples as E
+
     from irforge.runtime import Executor
     from irforge.runtime.selfcheck import lower
 
