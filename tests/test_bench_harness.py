@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import harness  # noqa: E402
+import harness
 
 
 def test_compare_checks_values_shapes_and_nans():

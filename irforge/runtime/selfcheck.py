@@ -82,8 +82,11 @@ def check_example(ex: Example, rng, *, use_graph: bool = False, time_it: bool = 
         notes.append(f"vs torch {terr:.1e}")
         ok = ok and terr < max(ex.rtol, 2e-2 if "bf16" in ex.name else 1e-4)
     ms = float("nan")
-    if time_it:
-        ms = time_call(lambda: exe(*ex_ins))
+    if time_it:  # a second executor without the per-launch synchronisation, which the events would count
+        fast = Executor(module, use_graph=use_graph)
+        tins = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in ex_ins]
+        fast(*tins)
+        ms = time_call(lambda: fast(*tins))
     return Check(ex.name, ok, err, "; ".join(notes), ms, {"resources": exe.resources()})
 
 
