@@ -191,11 +191,15 @@ class Executor:
     def _results(self, inputs) -> list:
         return [self._memory(v, inputs).view(v.type.shape) for v in self._outputs]
 
-    def __call__(self, *args) -> list:
+    def prepare_inputs(self, *args) -> list:
+        """The arguments as contiguous CUDA tensors of the program's input types (what a call uses as is)."""
         n = len(self.input_types)
         if len(args) != n:
             raise error(f"the program takes {n} input(s), got {len(args)}")
-        inputs = [self._to_device(a, self.input_types[i], f"input #{i}") for i, a in enumerate(args)]
+        return [self._to_device(a, self.input_types[i], f"input #{i}") for i, a in enumerate(args)]
+
+    def __call__(self, *args) -> list:
+        inputs = self.prepare_inputs(*args)
         if not self.use_graph:
             self._bind(inputs)
             self._launch_all()
