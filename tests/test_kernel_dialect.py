@@ -141,13 +141,13 @@ def test_opt_tool_reports_a_bad_kernel_without_traceback(tmp_path):
 
 def test_builder_builds_what_the_docs_show():
     import numpy as np
-
-    from irforge.attributes import SymbolRef
-    from irforge.builtin import FuncOp, ModuleOp, ReturnOp
     from irforge.dialects.kernel import ops as K
     from irforge.dialects.kernel.builder import KernelBuilder, Val
     from irforge.dialects.kernel.simulator import run
     from irforge.dialects.kernel.types import PtrType
+
+    from irforge.attributes import SymbolRef
+    from irforge.builtin import FuncOp, ModuleOp, ReturnOp
     from irforge.types import ScalarType, boolean, index, tensor
 
     f32 = ScalarType("f32")
