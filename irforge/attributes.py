@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .index_expr import AffineMap
-from .types import Type
+from .types import DialectType, FunctionType, Type
 
 
 class _Unit:
@@ -113,4 +113,8 @@ def attr_key(value):
         return ("l", tuple(attr_key(v) for v in value))
     if isinstance(value, DictAttr):
         return ("d", tuple((k, attr_key(v)) for k, v in value._items))
+    if isinstance(value, DialectType):  # parameters are attributes: compare them as such
+        return ("t", value.name, tuple(attr_key(p) for p in value.params))
+    if isinstance(value, FunctionType):
+        return ("fn", tuple(attr_key(t) for t in value.inputs), tuple(attr_key(t) for t in value.outputs))
     return (type(value).__name__, value)

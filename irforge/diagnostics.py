@@ -28,8 +28,8 @@ def source_line(name: str, line: int) -> str | None:
         except (OSError, UnicodeDecodeError):
             return None
         _SOURCES[name] = text
-    lines = text.splitlines()
-    return lines[line - 1] if 0 < line <= len(lines) else None
+    lines = text.split("\n")  # as the lexer counts lines (splitlines also breaks at \x85, \u2028, ...)
+    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else None
 
 
 @dataclass

@@ -180,9 +180,12 @@ class Min(_Call):
     symbol = "min"
 
     def evaluate(self, dims):
+        a, b = self.lhs.evaluate(dims), self.rhs.evaluate(dims)
+        if isinstance(a, int) and isinstance(b, int):  # stay exact (numpy would wrap at 64 bits)
+            return min(a, b)
         import numpy as np
 
-        return np.minimum(self.lhs.evaluate(dims), self.rhs.evaluate(dims))
+        return np.minimum(a, b)
 
 
 class Max(_Call):
@@ -190,9 +193,12 @@ class Max(_Call):
     symbol = "max"
 
     def evaluate(self, dims):
+        a, b = self.lhs.evaluate(dims), self.rhs.evaluate(dims)
+        if isinstance(a, int) and isinstance(b, int):  # stay exact (numpy would wrap at 64 bits)
+            return max(a, b)
         import numpy as np
 
-        return np.maximum(self.lhs.evaluate(dims), self.rhs.evaluate(dims))
+        return np.maximum(a, b)
 
 
 BINARY_BY_SYMBOL = {c.symbol: c for c in (Add, Sub, Mul, FloorDiv, CeilDiv, Mod, Min, Max)}

@@ -26,7 +26,7 @@ import numpy as np
 from .diagnostics import error
 from .ir import Operation
 from .scalar_ops import numpy_dtype, quantize
-from .types import ScalarType, TensorType
+from .types import TensorType
 
 
 def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list:
@@ -107,13 +107,14 @@ def bind_inputs(func: Operation, inputs, seed: int, index_bounds=None) -> list[n
         given = list(inputs)
         if len(given) != len(args):
             raise error(f"@{func.attributes['sym_name']} takes {len(args)} input(s), got {len(given)}", func.loc)
-    rng = np.random.default_rng(seed)
     out = []
-    for a, n, v in zip(args, names, given):
+    for i, (a, n, v) in enumerate(zip(args, names, given)):
         if not isinstance(a.type, TensorType):
             raise error(f"input %{n} has type {a.type}; interpreters take tensors", func.loc)
-        bound = (index_bounds or {}).get(a)
-        out.append(random_array(a.type, rng, bound) if v is None else as_array(v, a.type, f"input %{n}"))
+        if v is None:  # one generator per argument: each input's values do not depend on the others' types
+            out.append(random_array(a.type, np.random.default_rng([seed, i]), (index_bounds or {}).get(a)))
+        else:
+            out.append(as_array(v, a.type, f"input %{n}"))
     return out
 
 
@@ -123,7 +124,3 @@ def param_value(name: str, t: TensorType, params, seed: int, index_bound: int | 
         return as_array(params[name], t, f"param @{name}")
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     return random_array(t, rng, index_bound)
-
-
-def scalar_type_of(t) -> ScalarType:
-    return t.dtype if isinstance(t, TensorType) else t

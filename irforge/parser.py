@@ -9,6 +9,7 @@ verification are handled once, here, for every dialect.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -117,6 +118,10 @@ class CoreSyntax(Transformer):
     def loc_of(self, tok: Token) -> FileLineColLoc:
         return _tok_loc(tok, self.file)
 
+    def string(self, tok: Token) -> str:
+        """The value of a STRING token: use this in dialect callbacks."""
+        return _unquote(tok, self.loc_of(tok))
+
     # ops
     def op(self, c):
         explicit = c[-1] if isinstance(c[-1], Location) else None
@@ -135,7 +140,7 @@ class CoreSyntax(Transformer):
     def generic_op(self, c):
         name_tok, uses, regions, attrs, (ins, outs) = c
         return OpAST(
-            name=_unquote(name_tok),
+            name=self.string(name_tok),
             operands=uses or [],
             attrs=dict(attrs) if attrs else {},
             result_types=outs,
@@ -156,7 +161,8 @@ class CoreSyntax(Transformer):
     def region(self, c):
         entry = BlockAST(ops=[x for x in c if isinstance(x, OpAST)])
         blocks = [x for x in c if isinstance(x, BlockAST)]
-        return RegionAST([entry, *blocks] if entry.ops or not blocks else blocks)
+        # `{}` is a region without blocks; the builder gives a `single_block` op its one empty block.
+        return RegionAST([entry, *blocks] if entry.ops else blocks)
 
     def block(self, c):
         label, args, *ops = c
@@ -205,10 +211,17 @@ class CoreSyntax(Transformer):
 
     # attributes
     def int_attr(self, c):
-        return int(c[0])
+        return self.integer(c[0])
 
     def neg_int_attr(self, c):
-        return -int(c[0])
+        return -self.integer(c[0])
+
+    def integer(self, tok: Token) -> int:
+        """The value of an INT token (Python refuses to convert more than 4300 digits: say where)."""
+        try:
+            return int(tok)
+        except ValueError:
+            raise error(f"integer literal too long ({len(tok)} digits)", self.loc_of(tok)) from None
 
     def float_attr(self, c):
         return float(c[0])
@@ -238,7 +251,7 @@ class CoreSyntax(Transformer):
         return None
 
     def string_attr(self, c):
-        return _unquote(c[0])
+        return self.string(c[0])
 
     def list_attr(self, c):
         return tuple(c)
@@ -256,7 +269,7 @@ class CoreSyntax(Transformer):
         return SymbolRef(str(c[0])[1:])
 
     def quoted_symbol(self, c):
-        return SymbolRef(_unquote(c[0]))
+        return SymbolRef(self.string(c[0]))
 
     def dict_attr(self, c):
         seen = set()
@@ -276,7 +289,7 @@ class CoreSyntax(Transformer):
         return (str(c[0]), c[0])
 
     def string_key(self, c):
-        return (_unquote(c[0]), c[0])
+        return (self.string(c[0]), c[0])
 
     # index expressions
     def affine_map(self, c):
@@ -298,10 +311,10 @@ class CoreSyntax(Transformer):
             raise error(str(e), loc) from None
 
     def iconst(self, c):
-        return ix.Const(int(c[0]))
+        return ix.Const(self.integer(c[0]))
 
     def ineg(self, c):
-        return ix.Const(-int(c[0]))
+        return ix.Const(-self.integer(c[0]))
 
     def idim(self, c):
         return ix.Dim(int(str(c[0])[1:]))
@@ -341,10 +354,10 @@ class CoreSyntax(Transformer):
         return UNKNOWN
 
     def loc_file(self, c):
-        return FileLineColLoc(_unquote(c[0]), int(c[1]), int(c[2]))
+        return FileLineColLoc(self.string(c[0]), self.integer(c[1]), self.integer(c[2]))
 
     def loc_name(self, c):
-        return NameLoc(_unquote(c[0]), c[1] if c[1] is not None else UNKNOWN)
+        return NameLoc(self.string(c[0]), c[1] if c[1] is not None else UNKNOWN)
 
     def loc_fused(self, c):
         return fuse(c)
@@ -358,13 +371,13 @@ def _leaves(e: IndexExpr):
         yield from _leaves(k)
 
 
-def _unquote(tok) -> str:
-    import json
-
+def _unquote(tok, loc: Location = UNKNOWN) -> str:
     try:
-        return json.loads(str(tok))
-    except ValueError:
-        raise error(f"invalid string literal {tok}", UNKNOWN) from None
+        return json.loads(str(tok), strict=False)  # strict=False: a raw tab inside quotes is fine
+    except json.JSONDecodeError as e:
+        if isinstance(loc, FileLineColLoc):
+            loc = FileLineColLoc(loc.file, loc.line, loc.col + e.pos)
+        raise error(f"invalid string literal: {e.msg}", loc) from None
 
 
 # ---- building the parser ---------------------------------------------------------------------------------------
@@ -428,6 +441,7 @@ def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
             strip[rule] = True
         else:
             strip[rule] = False
+            _OP_STARTS.add(m.group(1))  # a family's name terminal starts an op, like a keyword
     return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
@@ -454,6 +468,8 @@ _TERMINAL_WORDS = {
     "FLOAT": "a number",
     "INT": "an integer",
     "$END": "end of input",
+    "<op>": "an operation",
+    "RBRACE": "'}'",
 }
 
 
@@ -471,20 +487,32 @@ def _describe(lark: Lark, name: str) -> str:
 
 def _syntax_error(e: UnexpectedInput, lark: Lark, file: str, text: str) -> IRForgeError:
     line, col = max(e.line, 1), max(e.column, 1)
+    expected = set(getattr(e, "expected", None) or ())
+    # Where an op may start, every op keyword is acceptable: say "an operation" instead of listing them.
+    op_position = "STRING" in expected and any(t.startswith("KW_") for t in expected)
+    if op_position:
+        expected = {t for t in expected if not t.startswith("KW_") and t not in _OP_STARTS} | {"<op>"}
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
-        msg = f"unexpected character {ch!r}"
+        msg = "unterminated string" if ch == '"' else f"unexpected character {ch!r}"
     elif isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END"):
-        lines = text.splitlines() or [""]
-        line, col = len(lines), len(lines[-1]) + 1
+        body = text.rstrip()  # point just past the last thing written
+        line, col = body.count("\n") + 1, len(body) - body.rfind("\n")
         msg = "unexpected end of input"
+    elif op_position and _OP_NAME.fullmatch(str(e.token)):
+        msg = f"unknown operation '{e.token}'; an op without custom syntax is written in the generic form"
+        return error(f'{msg}, "{e.token}"(...) : (...) -> (...)', FileLineColLoc(file, line, col))
     else:
-        tok = e.token
-        msg = f"unexpected {_describe(lark, tok.type) if tok.type in _TERMINAL_WORDS else repr(str(tok))}"
-    expected = sorted({_describe(lark, t) for t in getattr(e, "expected", None) or () if not t.startswith("__")})
-    if expected and len(expected) <= 8:
-        msg += "; expected " + (expected[0] if len(expected) == 1 else ", ".join(expected[:-1]) + " or " + expected[-1])
+        tok = str(e.token)
+        msg = f"unexpected {tok[:40] + '...' if len(tok) > 40 else tok!r}"
+    words = sorted({_describe(lark, t) for t in expected if not t.startswith("__")})
+    if words and len(words) <= 8:
+        msg += "; expected " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1])
     return error(msg, FileLineColLoc(file, line, col))
+
+
+_OP_STARTS = {"STRING", "RESULT_ID", "__NO_CUSTOM_OP__"}
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z0-9_$]+)+")
 
 
 # ---- resolving names and building ops --------------------------------------------------------------------------
@@ -517,8 +545,14 @@ class _Builder:
         raise error(f"use of undefined value '%{ref.name}'", ref.loc)
 
     def define(self, ref: ValueRef, v: Value, scope: _Scope) -> None:
-        if ref.name in scope.values:
-            raise error(f"redefinition of value '%{ref.name}'", ref.loc)
+        # A name is defined once per isolated-from-above scope (nested regions included), as in MLIR.
+        s = scope
+        while s is not None:
+            if ref.name in s.values:
+                raise error(f"redefinition of value '%{ref.name}'", ref.loc)
+            if s.isolated_by is not None:
+                break
+            s = s.parent
         v.name_hint = None if ref.name.isdigit() else ref.name
         scope.values[ref.name] = v
 
@@ -526,7 +560,7 @@ class _Builder:
         cls = self.registry.op_class(ast.name)
         if cls is None:
             if not self.allow_unregistered:
-                raise error(f"unknown operation '{ast.name}'", ast.loc)
+                raise error(f"unknown operation '{ast.name}' (--allow-unregistered-dialect accepts it)", ast.loc)
             cls = Operation
         operands = [self.lookup(r, scope) for r in ast.operands]
         if ast.operand_types is not None:
@@ -540,6 +574,10 @@ class _Builder:
                     raise error(f"type mismatch for '%{ref.name}': it is {v.type}, but the op says {t}", ref.loc)
         inner = _Scope(scope, ast.name if "isolated" in cls.traits else None)
         regions = [self.build_region(r, inner) for r in ast.regions]
+        if "single_block" in cls.traits:
+            for r in regions:
+                if not r.blocks:
+                    r.add_block()
         result_types = ast.result_types
         if result_types is None:
             try:
@@ -557,7 +595,7 @@ class _Builder:
             )
         try:
             # Generic ops and op families (`torch.aten.`) take their full name from the text.
-            name = ast.name if cls.name != ast.name else None
+            name = ast.name if cls is Operation or cls.name != ast.name else None
             op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=name)
         except TypeError as e:
             raise error(f"'{ast.name}': {e}", ast.loc) from None
@@ -596,7 +634,9 @@ def parse_module(
         raise _located(e.orig_exc, file) from None
     except IRForgeError:
         raise
-    except (ValueError, TypeError, RecursionError) as e:
+    except RecursionError:
+        raise _too_deep(file) from None
+    except (ValueError, TypeError) as e:
         raise error(f"invalid IR: {e}", FileLineColLoc(file, 1, 1)) from None
     builder = _Builder(allow_unregistered)
     top = _Scope(None)
@@ -607,11 +647,15 @@ def parse_module(
             module = ModuleOp()
             for ast in asts:
                 module.body.append(builder.build_op(ast, top))
+        if verify:
+            verify_op(module)
     except RecursionError:
-        raise error("IR nested too deeply", FileLineColLoc(file, 1, 1)) from None
-    if verify:
-        verify_op(module)
+        raise _too_deep(file) from None
     return module
+
+
+def _too_deep(file: str) -> IRForgeError:
+    return error("IR nested too deeply (beyond Python's recursion limit)", FileLineColLoc(file, 1, 1))
 
 
 def _located(exc: Exception, file: str) -> IRForgeError:

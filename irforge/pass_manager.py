@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import time
 import typing
 from dataclasses import dataclass
@@ -98,8 +99,9 @@ class Option:
     default: object
     domain: Domain | None = None
     help: str = ""
-    name: str = ""
+    name: str = ""  # as pipelines spell it: the field's name with dashes (`max_recompute` -> `max-recompute`)
     type: object = None  # set from the annotation
+    attr: str = ""  # the pass's Python attribute holding the value
 
     def type_name(self) -> str:
         t = self.type
@@ -159,10 +161,13 @@ def _coerce(t, v):
 
 
 def format_value(v) -> str:
+    """An option value as pipeline text (strings are quoted where the bare form would not read back)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple):
         return ",".join(format_value(x) for x in v)
+    if isinstance(v, str) and (v == "" or re.search(r'[\s{}"]', v)):
+        return f'"{v}"'
     return str(v)
 
 
@@ -185,9 +190,12 @@ class Pass:
         hints = typing.get_type_hints(cls) if inspect.get_annotations(cls) else {}
         for k, v in list(cls.__dict__.items()):
             if isinstance(v, Option):
-                v.name, v.type = k, hints.get(k, type(v.default))
-                v.check(v.default)  # a bad default is the pass author's bug: fail at import
-                opts[k] = v
+                v.name, v.attr, v.type = k.replace("_", "-"), k, hints.get(k, type(v.default))
+                try:
+                    v.check(v.default)
+                except ValueError as e:  # a bad default is the pass author's bug: fail at import, naming it
+                    raise TypeError(f"pass {cls.name}: default of option '{v.name}': {e}") from None
+                opts[v.name] = v
                 delattr(cls, k)
         cls.options = opts
         for lvl in (cls.input_level, cls.output_level):
@@ -195,12 +203,13 @@ class Pass:
                 raise TypeError(f"pass {cls.name}: unknown level {lvl!r}")
 
     def __init__(self, **values):
-        for k, opt in self.options.items():
-            setattr(self, k, opt.default)
+        for opt in self.options.values():
+            setattr(self, opt.attr, opt.default)
         for k, v in values.items():
-            if k not in self.options:
+            opt = self.options.get(k.replace("_", "-"))  # `max_recompute` and `max-recompute` name one option
+            if opt is None:
                 raise ValueError(f"pass '{self.name}' has no option '{k}'")
-            setattr(self, k, self.options[k].check(v))
+            setattr(self, opt.attr, opt.check(v))
 
     @classmethod
     def summary(cls) -> str:
@@ -212,7 +221,7 @@ class Pass:
         return cls.output_level or cls.input_level
 
     def option_values(self) -> dict:
-        return {k: getattr(self, k) for k in self.options}
+        return {k: getattr(self, opt.attr) for k, opt in self.options.items()}
 
     def with_options(self, overrides) -> Pass:
         """A copy of this pass with some options replaced (e.g. a kernel's `tune` attribute)."""

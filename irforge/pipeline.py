@@ -89,6 +89,8 @@ def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
     except UnexpectedInput as e:
         if isinstance(e, UnexpectedCharacters):
             what = f"unexpected character {text[e.pos_in_stream]!r}"
+        elif isinstance(e, UnexpectedToken) and e.token.type == "VALUE":  # only valid after `=`: show one character
+            what = f"unexpected {text[e.pos_in_stream]!r}"
         elif isinstance(e, UnexpectedToken) and e.token.type != "$END":
             what = f"unexpected '{e.token}'"
         else:
@@ -135,6 +137,9 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             cls = passes[el.name]
             values = {}
             for key, raw, tok in el.options:
+                key = key.replace("_", "-")  # options are spelled with dashes; underscores are accepted
+                if key in values:
+                    raise error(f"option '{key}' of pass '{cls.name}' is given twice", _loc(tok, source))
                 opt = cls.options.get(key)
                 if opt is None:
                     names = ", ".join(cls.options) or "none"
@@ -187,16 +192,15 @@ def module_level(module: Operation) -> str | None:
 
 def check_levels(schedule: list[ScheduledPass], start: str | None) -> None:
     """Refuse a pass that reads a level the IR will not be at when the pass runs."""
-    cur, prev = start, None
+    cur, setter = start, None  # the level, and the pass that left the IR there (None: the input)
     for sp in schedule:
         p = sp.pass_
         if p.input_level != "any" and cur is not None and cur != p.input_level:
-            after = f" after '{prev}'" if prev else " in the input"
+            after = f" after '{setter}'" if setter else " in the input"
             raise error(f"pass '{p.name}' reads {p.input_level} IR, but the IR is at the {cur} level{after}", sp.loc)
         out = p.leaves_level()
         if out != "any":
-            cur = out
-        prev = p.name
+            cur, setter = out, p.name
 
 
 def schedule_text(schedule: list[ScheduledPass]) -> str:

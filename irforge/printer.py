@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextlib import contextmanager
 
 from .attributes import UNIT, DictAttr, SymbolRef, _Unit
 from .index_expr import AffineMap
@@ -26,8 +27,13 @@ _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
 _KEYWORDS = frozenset({"true", "false", "unit", "none", "inf", "nan", "loc", "affine_map", "min", "max"})
 
 
+# Kept readable (UTF-8), but escaped where a raw character would break lines or files: controls, line and paragraph
+# separators that `str.splitlines` honours, and lone surrogates (not encodable as UTF-8).
+_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 def format_string(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+    return _ESCAPE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(s, ensure_ascii=False))
 
 
 def format_symbol(name: str) -> str:
@@ -107,9 +113,19 @@ class Printer:
 
     # ---- entry points -------------------------------------------------------------------------------------------
     def module_to_string(self, module: Operation) -> str:
-        """A module prints as its top-level ops (with an explicit `module` only when it carries attributes)."""
+        """A module prints as its top-level ops; it is explicit when it carries attributes or a location, or holds
+        just one module (which would otherwise read back as the top-level module itself)."""
         self._out = []
-        if module.name == "builtin.module" and not module.attributes and not self._loc_visible(module):
+        if (
+            module.name == "builtin.module"
+            and not module.attributes
+            and not self._loc_visible(module)
+            and not (
+                len(module.regions[0].blocks) == 1
+                and len(module.body.ops) == 1
+                and module.body.ops[0].name == "builtin.module"
+            )
+        ):
             for op in module.body.ops:
                 self.print_op(op)
                 self._out.append("\n")
@@ -163,19 +179,45 @@ class Printer:
         return expr.format(lambda i: self.value(operands[i]))
 
     def region(self, region: Region, *, print_entry_args: bool = True) -> None:
-        """Write `{`, the blocks indented, `}`; the entry block's arguments may be elided by custom syntax."""
-        self.write("{")
-        self._indent += 1
-        for i, block in enumerate(region.blocks):
-            if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args):
-                self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
-                self._block_header(block, i)
-            for op in block.ops:
-                self.newline()
-                self.print_op(op)
-        self._indent -= 1
-        self.newline()
-        self.write("}")
+        """Write `{`, the blocks indented, `}`; the entry block's arguments may be elided by custom syntax.
+
+        `{}` reads back as a region without blocks, or as one empty block for a `single_block` op; any other
+        region whose only block is empty spells that block out as `^bb0:`.
+        """
+        empty_entry = (
+            len(region.blocks) == 1
+            and not region.blocks[0].ops
+            and not region.blocks[0].args
+            and not (region.parent is not None and region.parent.has_trait("single_block"))
+        )
+        with self.scope():
+            self.write("{")
+            self._indent += 1
+            for i, block in enumerate(region.blocks):
+                if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args) or empty_entry:
+                    self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
+                    self._block_header(block, i)
+                for op in block.ops:
+                    self.newline()
+                    self.print_op(op)
+            self._indent -= 1
+            self.newline()
+            self.write("}")
+
+    @contextmanager
+    def scope(self):
+        """Names defined inside are forgotten at exit, so sibling regions may reuse them (values defined in a region
+        are not visible after it). `region` opens one; a custom header that declares a region's entry arguments
+        (`loop.for %i in 0..16 {`) wraps the header and the region in one, so sibling loops can both say `%i`."""
+        outer = self._scope
+        inner = _Scope(outer)
+        inner.used = set(outer.used)
+        inner.next_id = outer.next_id
+        self._scope = inner
+        try:
+            yield
+        finally:
+            self._scope = outer
 
     def define(self, v: Value) -> str:
         """Name a value being defined here (block arguments in custom headers)."""

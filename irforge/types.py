@@ -132,12 +132,23 @@ class DialectType(Type):
         return f"!{self.name}" + (f"<{', '.join(format_attr(p) for p in ps)}>" if ps else "")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class OpaqueType(DialectType):
     """A dialect type whose dialect is not loaded: kept verbatim so it still round-trips."""
 
     type_name: str
     values: tuple
+
+    # Parameters compare as attributes (`nan` equals `nan`, `true` differs from `1`).
+    def __eq__(self, other) -> bool:
+        from .attributes import attr_key
+
+        return isinstance(other, OpaqueType) and attr_key(self) == attr_key(other)
+
+    def __hash__(self) -> int:
+        from .attributes import attr_key
+
+        return hash(attr_key(self))
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -65,6 +65,16 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
     except OSError as e:
         stderr.write(f"irforge-opt: error: {e.strerror}: {e.filename}\n")
         return 1
+    except RecursionError:
+        stderr.write("irforge-opt: error: IR nested too deeply (beyond Python's recursion limit)\n")
+        return 1
+    except Exception as e:  # a bug in irforge, not the user's mistake: one line, the traceback on request
+        if os.environ.get("IRFORGE_TRACEBACK"):
+            raise
+        stderr.write(
+            f"irforge-opt: internal error: {type(e).__name__}: {e} (IRFORGE_TRACEBACK=1 shows the traceback)\n"
+        )
+        return 2
 
 
 def _run(args, stdin, stdout, stderr) -> int:
@@ -236,15 +246,21 @@ def _split(text: str):
 
 
 def _read(path: str) -> str:
-    from irforge.diagnostics import error
+    from irforge.diagnostics import error, register_source
+    from irforge.location import FileLineColLoc
 
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise error(f"cannot open input file '{path}': no such file") from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise error(f"input file '{path}' is not UTF-8 text (byte {e.start})") from None
+        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
+        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
 
 
 def _reproducer_pipeline(text: str, name: str) -> str:

@@ -41,6 +41,7 @@ _FLOAT = {
         "float r = fmodf(a, b); return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;",
         "double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;",
     ),
+    "fmod": ("return fmodf(a, b);", "return fmod(a, b);"),
     "maximum": ("return (a != a || b != b) ? a + b : fmaxf(a, b);", "return (a != a || b != b) ? a + b : fmax(a, b);"),
     "minimum": ("return (a != a || b != b) ? a + b : fminf(a, b);", "return (a != a || b != b) ? a + b : fmin(a, b);"),
     "neg": ("return -a;", "return -a;"),
@@ -72,6 +73,7 @@ _FLOAT = {
 _INT = {
     "floordiv": "T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;",
     "remainder": "T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;",
+    "fmod": "return a % b;",  # C's % truncates toward zero, as fmod does
     "maximum": "return a > b ? a : b;",
     "minimum": "return a < b ? a : b;",
     "neg": "return -a;",

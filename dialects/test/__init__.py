@@ -121,7 +121,7 @@ class TestSyntax:
 
     def test_loop(self, c):
         iv, lo, hi, attrs, region = c
-        a = {**dict(attrs or {}), "lower": int(lo), "upper": int(hi)}
+        a = {**dict(attrs or {}), "lower": self.integer(lo), "upper": self.integer(hi)}
         return OpAST("test.loop", attrs=a, result_types=[], regions=[region.with_entry_args([(self.ref(iv), index)])])
 
     def test_yield(self, c):
