@@ -309,6 +309,11 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
         out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
         out = np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
         return out.reshape(x.shape)  # ascontiguousarray made a 0-d array 1-d
+    if x.dtype.kind == "f" and t.is_int and t.bits < 64:
+        # Floats into narrow integers: truncate toward zero into 64 bits, then wrap (C leaves an out-of-range
+        # conversion undefined; the CUDA prelude converts the same way, so both levels agree).
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(np.int64).astype(_NUMPY[t.name])
     return x.astype(_NUMPY[t.name])
 
 
