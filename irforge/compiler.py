@@ -22,7 +22,7 @@ from .location import UnknownLoc
 from .printer import print_module
 
 # level -> the named pipeline that lowers the previous level to it, in order from the top
-LOWERINGS: dict[str, str] = {"torch": "", "tensor": "torch-to-tensor"}
+LOWERINGS: dict[str, str] = {"torch": "", "tensor": "torch-to-tensor", "loop": "tensor-to-loop"}
 
 
 def levels() -> list[str]:
