@@ -7,6 +7,7 @@
 | boolean         | `bool`                    | `true`, `false`                   |
 | string          | `str`                     | `"any \\"text\\" ✓"`             |
 | unit (presence) | `UNIT`                    | `unit`, or a bare key in a dict   |
+| none (absence)  | `None`                    | `none` (an argument left out, as in Python's calls) |
 | list            | `tuple`                   | `[1, 2, 3]`                       |
 | dictionary      | `DictAttr`                | `{bn = 64, name = "x"}`           |
 | type            | `Type`                    | `f32[2,3]`                        |
@@ -87,7 +88,7 @@ class DictAttr(Mapping):
 
 def to_attr(value):
     """Normalise a Python value to an attribute: lists become tuples, dicts `DictAttr`; anything else is checked."""
-    if isinstance(value, (bool, int, float, str, Type, SymbolRef, AffineMap, DictAttr, _Unit)):
+    if value is None or isinstance(value, (bool, int, float, str, Type, SymbolRef, AffineMap, DictAttr, _Unit)):
         return value
     if isinstance(value, (list, tuple)):
         return tuple(to_attr(v) for v in value)
@@ -98,6 +99,8 @@ def to_attr(value):
 
 def attr_key(value):
     """A hashable key that distinguishes what Python's `==` conflates (`True`/`1`, `0.0`/`-0.0`, nan)."""
+    if value is None:
+        return ("n",)
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int):

@@ -347,3 +347,152 @@ class AffineMap:
     def __str__(self) -> str:
         dims = ", ".join(f"d{i}" for i in range(self.num_dims))
         return f"affine_map<({dims}) -> ({', '.join(r.format() for r in self.results)})>"
+
+
+# ---- ranges and range-aware simplification ----------------------------------------------------------------------
+def value_range(e: IndexExpr, extents) -> tuple[int, int] | None:
+    """The least and greatest value of `e` when each `Dim(i)` ranges over `0 .. extents[i] - 1` (None: unbounded).
+
+    Interval arithmetic: exact for sums of distinct dimensions, conservative (wider) when a dimension repeats.
+    """
+    if isinstance(e, Const):
+        return (e.value, e.value)
+    if isinstance(e, Dim):
+        return (0, max(extents[e.index] - 1, 0))
+    kids = [value_range(k, extents) for k in e.children()]
+    if any(k is None for k in kids):
+        return None
+    (alo, ahi), (blo, bhi) = kids
+    if isinstance(e, Add):
+        return (alo + blo, ahi + bhi)
+    if isinstance(e, Sub):
+        return (alo - bhi, ahi - blo)
+    if isinstance(e, Mul):
+        ps = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+        return (min(ps), max(ps))
+    if isinstance(e, (FloorDiv, CeilDiv)):
+        if blo <= 0 <= bhi:
+            return None
+        div = (lambda x, y: x // y) if isinstance(e, FloorDiv) else (lambda x, y: -(-x // y))
+        qs = (div(alo, blo), div(alo, bhi), div(ahi, blo), div(ahi, bhi))
+        return (min(qs), max(qs))
+    if isinstance(e, Mod):
+        if blo <= 0:
+            return None
+        if alo >= 0 and ahi < blo:
+            return (alo, ahi)
+        return (0, bhi - 1)
+    if isinstance(e, Min):
+        return (min(alo, blo), min(ahi, bhi))
+    if isinstance(e, Max):
+        return (max(alo, blo), max(ahi, bhi))
+    return None
+
+
+def _linear(e: IndexExpr) -> tuple[dict[IndexExpr, int], int]:
+    """`e` as {atom: coefficient} plus a constant, where atoms are the non-linear leaves (dims, div, mod, ...)."""
+    if isinstance(e, Const):
+        return {}, e.value
+    if isinstance(e, (Add, Sub)):
+        (ta, ca), (tb, cb) = _linear(e.lhs), _linear(e.rhs)
+        sign = 1 if isinstance(e, Add) else -1
+        terms = dict(ta)
+        for atom, k in tb.items():
+            terms[atom] = terms.get(atom, 0) + sign * k
+        return {a: k for a, k in terms.items() if k}, ca + sign * cb
+    if isinstance(e, Mul) and (isinstance(e.lhs, Const) or isinstance(e.rhs, Const)):
+        k, inner = (e.lhs.value, e.rhs) if isinstance(e.lhs, Const) else (e.rhs.value, e.lhs)
+        terms, c = _linear(inner)
+        return {a: k * v for a, v in terms.items() if k * v}, k * c
+    return {e: 1}, 0
+
+
+def _atom_key(a: IndexExpr):
+    ds = a.dims()
+    return (min(ds) if ds else -1, not isinstance(a, Dim), str(a))
+
+
+def _rebuild(terms: dict[IndexExpr, int], const: int) -> IndexExpr:
+    # (x floordiv c) * k*c + (x mod c) * k  ==  x * k
+    for atom in list(terms):
+        if isinstance(atom, Mod) and isinstance(atom.rhs, Const) and atom in terms:
+            fd = FloorDiv(atom.lhs, atom.rhs)
+            k = terms[atom]
+            if terms.get(fd) == k * atom.rhs.value:
+                del terms[atom], terms[fd]
+                inner, c = _linear(atom.lhs)
+                for a, v in inner.items():
+                    terms[a] = terms.get(a, 0) + k * v
+                const += k * c
+                terms = {a: v for a, v in terms.items() if v}
+                return _rebuild(terms, const)
+    # positive terms, then a positive constant, then what is subtracted: `d0 * 4 + d1 + 3 - d2`, `5 - d0`
+    atoms = sorted(terms, key=_atom_key)
+    out: IndexExpr | None = None
+    for atom in (a for a in atoms if terms[a] > 0):
+        term = mul(atom, terms[atom])
+        out = term if out is None else Add(out, term)
+    if const > 0 or (out is None and const != 0 and not terms):
+        out = Const(const) if out is None else Add(out, Const(const))
+    for atom in (a for a in atoms if terms[a] < 0):
+        term = mul(atom, -terms[atom])
+        out = mul(term, -1) if out is None else Sub(out, term)
+    if const < 0 and out is not None and not isinstance(out, Const):
+        out = Sub(out, Const(-const))
+    return out if out is not None else Const(0)
+
+
+def simplify(e: IndexExpr, extents) -> IndexExpr:
+    """An equivalent expression for every point where `Dim(i)` is in `0 .. extents[i] - 1`, using those ranges.
+
+    Folds what the ranges decide (`(d0 * 4 + d1) floordiv 4 -> d0` when d1 < 4, `d1 mod 8 -> d1` when d1 < 8,
+    `min(d0, 7) -> d0` when d0 < 8, a dimension of extent 1 -> 0), merges `(x floordiv c) * c + x mod c -> x`,
+    and orders sums by dimension.
+    """
+    if isinstance(e, Dim):
+        return Const(0) if extents[e.index] == 1 else e
+    if isinstance(e, Const):
+        return e
+    kids = [simplify(k, extents) for k in e.children()]
+    e = _SIMPLIFY[type(e)](*kids)
+    if not e.children():
+        return e
+    r = value_range(e, extents)
+    if r is not None and r[0] == r[1]:
+        return Const(r[0])
+    if isinstance(e, (Add, Sub, Mul)):
+        terms, c = _linear(e)
+        return _rebuild(terms, c)
+    a, b = e.lhs, e.rhs
+    ra, rb = value_range(a, extents), value_range(b, extents)
+    if isinstance(e, (Min, Max)) and ra is not None and rb is not None:
+        if isinstance(e, Min):
+            return a if ra[1] <= rb[0] else b if rb[1] <= ra[0] else e
+        return a if ra[0] >= rb[1] else b if rb[0] >= ra[1] else e
+    if not (isinstance(b, Const) and b.value > 0):
+        return e
+    c = b.value
+    if isinstance(e, FloorDiv) and isinstance(a, FloorDiv) and isinstance(a.rhs, Const) and a.rhs.value > 0:
+        return simplify(FloorDiv(a.lhs, Const(a.rhs.value * c)), extents)
+    if isinstance(e, Mod) and isinstance(a, Mod) and isinstance(a.rhs, Const) and a.rhs.value % c == 0:
+        return simplify(Mod(a.lhs, b), extents)
+    if isinstance(e, (FloorDiv, Mod)):
+        terms, const = _linear(a)
+        whole = {t: k // c for t, k in terms.items() if k % c == 0}
+        rest = {t: k for t, k in terms.items() if k % c != 0}
+        rest_expr = _rebuild(rest, const % c)
+        rr = value_range(rest_expr, extents)
+        if isinstance(e, Mod):
+            if rr is not None and 0 <= rr[0] and rr[1] < c:
+                return rest_expr
+            return Mod(rest_expr, b) if whole or const % c != const else e
+        quotient = _rebuild(whole, const // c)
+        if rr is not None and rr[0] // c == rr[1] // c:
+            return add(quotient, rr[0] // c)
+        return add(quotient, FloorDiv(rest_expr, b)) if whole or const // c else e
+    return e
+
+
+def simplify_map(m: AffineMap, extents) -> AffineMap:
+    """`simplify` applied to each result of `m`, with `extents` the ranges of its dimensions."""
+    return AffineMap(m.num_dims, tuple(simplify(r, extents) for r in m.results))

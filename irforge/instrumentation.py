@@ -3,6 +3,7 @@
 | flag                                     | instrumentation |
 |------------------------------------------|-----------------|
 | verify after each pass (default on)      | `VerifyEach`    |
+| irforge compile -v                       | `PrintPassNames` |
 | --print-ir-before/after[-all,-change,-failure] | `PrintIR` |
 | --print-ir-diff                          | `PrintIRDiff`   |
 | --print-ir-tree-dir=DIR                  | `IRTreeDir`     |
@@ -36,6 +37,24 @@ class VerifyEach(Instrumentation):
         finally:
             if self.timer is not None:
                 self.timer.add("verify", time.perf_counter() - t0)
+
+
+class PrintPassNames(Instrumentation):
+    """One line per pass: its pipeline text (name and options) as it starts, then how long it took."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+
+    def before_pass(self, p, module):
+        self.stream.write(f"pass {p.text()}")
+        self.stream.flush()
+        self._t0 = time.perf_counter()
+
+    def after_pass(self, p, module):
+        self.stream.write(f"  ({(time.perf_counter() - self._t0) * 1e3:.1f} ms)\n")
+
+    def after_failed_pass(self, p, module, err):
+        self.stream.write("  FAILED\n")
 
 
 class _Printing(Instrumentation):

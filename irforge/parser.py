@@ -254,6 +254,9 @@ class CoreSyntax(Transformer):
     def unit_attr(self, c):
         return UNIT
 
+    def none_attr(self, c):
+        return None
+
     def string_attr(self, c):
         return self.string(c[0])
 
@@ -449,6 +452,7 @@ def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
             strip[rule] = True
         else:
             strip[rule] = False
+            _OP_STARTS.add(m.group(1))  # a family's name terminal starts an op, like a keyword
     return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
@@ -601,7 +605,9 @@ class _Builder:
                 ast.loc,
             )
         try:
-            op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=ast.name if cls is Operation else None)
+            # Generic ops and op families (`torch.aten.`) take their full name from the text.
+            name = ast.name if cls is Operation or cls.name != ast.name else None
+            op = cls(operands, result_types, ast.attrs, regions, ast.loc, name=name)
         except TypeError as e:
             raise error(f"'{ast.name}': {e}", ast.loc) from None
         for ref, r in zip(ast.results, op.results):

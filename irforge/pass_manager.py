@@ -99,8 +99,9 @@ class Option:
     default: object
     domain: Domain | None = None
     help: str = ""
-    name: str = ""
+    name: str = ""  # as pipelines spell it: the field's name with dashes (`max_recompute` -> `max-recompute`)
     type: object = None  # set from the annotation
+    attr: str = ""  # the pass's Python attribute holding the value
 
     def type_name(self) -> str:
         t = self.type
@@ -189,12 +190,12 @@ class Pass:
         hints = typing.get_type_hints(cls) if inspect.get_annotations(cls) else {}
         for k, v in list(cls.__dict__.items()):
             if isinstance(v, Option):
-                v.name, v.type = k, hints.get(k, type(v.default))
+                v.name, v.attr, v.type = k.replace("_", "-"), k, hints.get(k, type(v.default))
                 try:
                     v.check(v.default)
                 except ValueError as e:  # a bad default is the pass author's bug: fail at import, naming it
-                    raise TypeError(f"pass {cls.name}: default of option '{k}': {e}") from None
-                opts[k] = v
+                    raise TypeError(f"pass {cls.name}: default of option '{v.name}': {e}") from None
+                opts[v.name] = v
                 delattr(cls, k)
         cls.options = opts
         for lvl in (cls.input_level, cls.output_level):
@@ -202,12 +203,13 @@ class Pass:
                 raise TypeError(f"pass {cls.name}: unknown level {lvl!r}")
 
     def __init__(self, **values):
-        for k, opt in self.options.items():
-            setattr(self, k, opt.default)
+        for opt in self.options.values():
+            setattr(self, opt.attr, opt.default)
         for k, v in values.items():
-            if k not in self.options:
+            opt = self.options.get(k.replace("_", "-"))  # `max_recompute` and `max-recompute` name one option
+            if opt is None:
                 raise ValueError(f"pass '{self.name}' has no option '{k}'")
-            setattr(self, k, self.options[k].check(v))
+            setattr(self, opt.attr, opt.check(v))
 
     @classmethod
     def summary(cls) -> str:
@@ -219,7 +221,7 @@ class Pass:
         return cls.output_level or cls.input_level
 
     def option_values(self) -> dict:
-        return {k: getattr(self, k) for k in self.options}
+        return {k: getattr(self, opt.attr) for k, opt in self.options.items()}
 
     def with_options(self, overrides) -> Pass:
         """A copy of this pass with some options replaced (e.g. a kernel's `tune` attribute)."""

@@ -137,6 +137,7 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             cls = passes[el.name]
             values = {}
             for key, raw, tok in el.options:
+                key = key.replace("_", "-")  # options are spelled with dashes; underscores are accepted
                 if key in values:
                     raise error(f"option '{key}' of pass '{cls.name}' is given twice", _loc(tok, source))
                 opt = cls.options.get(key)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextlib import contextmanager
 
 from .attributes import UNIT, DictAttr, SymbolRef, _Unit
 from .index_expr import AffineMap
@@ -23,7 +24,7 @@ _BARE_ID = re.compile(r"[A-Za-z_$.][A-Za-z0-9_$.\-]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
 _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.\-]*\Z")
 # Words the attribute grammar reads as values; such dictionary keys are quoted.
-_KEYWORDS = frozenset({"true", "false", "unit", "inf", "nan", "loc", "affine_map", "min", "max"})
+_KEYWORDS = frozenset({"true", "false", "unit", "none", "inf", "nan", "loc", "affine_map", "min", "max"})
 
 
 # Kept readable (UTF-8), but escaped where a raw character would break lines or files: controls, line and paragraph
@@ -52,6 +53,8 @@ def format_key(k: str) -> str:
 
 
 def format_attr(a) -> str:
+    if a is None:
+        return "none"
     if a is True:
         return "true"
     if a is False:
@@ -181,24 +184,40 @@ class Printer:
         `{}` reads back as a region without blocks, or as one empty block for a `single_block` op; any other
         region whose only block is empty spells that block out as `^bb0:`.
         """
-        self.write("{")
-        self._indent += 1
         empty_entry = (
             len(region.blocks) == 1
             and not region.blocks[0].ops
             and not region.blocks[0].args
             and not (region.parent is not None and region.parent.has_trait("single_block"))
         )
-        for i, block in enumerate(region.blocks):
-            if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args) or empty_entry:
-                self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
-                self._block_header(block, i)
-            for op in block.ops:
-                self.newline()
-                self.print_op(op)
-        self._indent -= 1
-        self.newline()
-        self.write("}")
+        with self.scope():
+            self.write("{")
+            self._indent += 1
+            for i, block in enumerate(region.blocks):
+                if i > 0 or len(region.blocks) > 1 or (print_entry_args and block.args) or empty_entry:
+                    self._out.append("\n" + " " * ((self._indent - 1) * self.indent_width))
+                    self._block_header(block, i)
+                for op in block.ops:
+                    self.newline()
+                    self.print_op(op)
+            self._indent -= 1
+            self.newline()
+            self.write("}")
+
+    @contextmanager
+    def scope(self):
+        """Names defined inside are forgotten at exit, so sibling regions may reuse them (values defined in a region
+        are not visible after it). `region` opens one; a custom header that declares a region's entry arguments
+        (`loop.for %i in 0..16 {`) wraps the header and the region in one, so sibling loops can both say `%i`."""
+        outer = self._scope
+        inner = _Scope(outer)
+        inner.used = set(outer.used)
+        inner.next_id = outer.next_id
+        self._scope = inner
+        try:
+            yield
+        finally:
+            self._scope = outer
 
     def define(self, v: Value) -> str:
         """Name a value being defined here (block arguments in custom headers)."""

@@ -29,6 +29,7 @@ class Registry:
     def __init__(self):
         self._dialects = None
         self._ops = None
+        self._families = None
         self._types = None
         self._passes = None
         self._pipelines = None
@@ -55,13 +56,20 @@ class Registry:
         return self._dialects
 
     def op_class(self, name: str):
+        """The class of op `name`: declared by a dialect, or the op family whose prefix it starts with."""
         if self._ops is None:
-            ops = {}
+            ops, families = {}, {}
             for d in self.dialects().values():
                 for op in d.ops:
                     self._add(ops, "operation", op, f"dialect {d.name}", key=op.name)
+                for fam in d.op_families:
+                    self._add(families, "operation family", fam, f"dialect {d.name}", key=fam.name)
             self._ops = ops
-        return self._ops.get(name)
+            self._families = sorted(families.items(), key=lambda kv: -len(kv[0]))
+        cls = self._ops.get(name)
+        if cls is None:
+            cls = next((fam for prefix, fam in self._families if name.startswith(prefix) and name != prefix), None)
+        return cls
 
     def type_class(self, name: str):
         if self._types is None:

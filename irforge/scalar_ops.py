@@ -7,6 +7,9 @@ function `irf_<name>` that the emitter's prelude defines for every dtype).
 
 Half types (f16, bf16) compute in f32 and round on the way out, as PyTorch does; `quantize` does that rounding
 for numpy arrays (bf16 values are held in float32 arrays).
+
+`cast` converts to the type its op states (its result type does not follow from the operand): floats round to
+nearest even, floats to integers truncate toward zero, anything to bool is `x != 0`, bool to numbers is 0 or 1.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ def _not(a):
     return np.logical_not(a) if a.dtype == np.bool_ else np.invert(a)
 
 
+def _cast(x):
+    # The conversion itself happens in `quantize`, which every evaluation ends with.
+    return x
+
+
 def _round_half_even(x):
     return np.round(x)
 
@@ -51,7 +59,7 @@ def _round_half_even(x):
 class ScalarOp:
     name: str
     arity: int
-    kind: str  # "arith" | "math" | "compare" | "logic" | "select"
+    kind: str  # "arith" | "math" | "compare" | "logic" | "select" | "cast"
     numpy: object  # vectorised implementation on numpy arrays
     cuda: str  # infix operator ("+") or the prelude function "irf_<name>"
     summary: str
@@ -63,6 +71,8 @@ class ScalarOp:
     def result_type(self, operand_types: list[ScalarType]) -> ScalarType:
         if len(operand_types) != self.arity:
             raise ValueError(f"'{self.name}' takes {self.arity} operand(s), got {len(operand_types)}")
+        if self.kind == "cast":
+            raise ValueError("'cast' converts to the result type its op states; it cannot be inferred")
         if self.kind == "compare":
             return boolean
         if self.kind == "select":
@@ -95,6 +105,7 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         _op("div", 2, "arith", _div, "/", "a / b (true division for floats, truncating for integers)"),
         _op("floordiv", 2, "arith", np.floor_divide, None, "floor(a / b)"),
         _op("remainder", 2, "arith", np.mod, None, "a - floor(a / b) * b (Python's %)"),
+        _op("fmod", 2, "arith", np.fmod, None, "a - trunc(a / b) * b, exactly (C's fmod: the sign of a)"),
         _op("maximum", 2, "arith", np.maximum, None, "max(a, b), NaN-propagating"),
         _op("minimum", 2, "arith", np.minimum, None, "min(a, b), NaN-propagating"),
         _op("neg", 1, "arith", np.negative, None, "-a"),
@@ -135,19 +146,45 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         _op("not", 1, "logic", _not, None, "logical not (bitwise on integers)"),
         # choice
         _op("select", 3, "select", np.where, None, "c ? a : b"),
+        # conversion (the result type comes from the op)
+        _op("cast", 1, "cast", _cast, None, "convert to the result type"),
     ]
 }
 
 
 @dataclass(frozen=True)
+class CombineStep:
+    """One step of a monoid's combine program: `result = op(args...)`; an arg is a name or a float constant."""
+
+    result: str
+    op: str
+    args: tuple
+
+
+@dataclass(frozen=True)
 class Monoid:
-    """A reduction's combiner: identity and associative combine (the scalar op of the same name)."""
+    """A reduction's carrier algebra: an identity and an associative combine.
+
+    A simple monoid carries one value and combines with the scalar op `op` (`add`, `maximum`, ...). A compound
+    carrier carries several values: `online` is (running max m, sums s1..sk) standing for `s_i = sum(w_i * exp(x -
+    m))` -- online softmax with k = 1, flash attention's (max, denominator, numerators) with k > 1. Its elements are
+    carriers too: one term x weighted by w is `(x, w1, ..., wk)`.
+
+    The combine is data, not code: `combine_program(width)` is a straight-line program over this table's scalar ops
+    whose inputs are `a0..`, `b0..` (the two carriers) and whose `outputs` name the combined carrier, so the numpy
+    interpreters and the CUDA emitter derive their combine from the one definition here. `reduce` is the numpy fold
+    of a whole axis (the interpreters' fast path); it must agree with folding `combine`, which the tests check.
+    """
 
     name: str
-    op: str
-    numpy_reduce: object
+    op: str  # the combining scalar op of a simple monoid; "" for compound carriers
+    numpy_reduce: object  # numpy reduction of one array (simple monoids), e.g. np.sum
+    width: int | None = 1  # carrier components; None: variadic (online: one max and at least one sum)
+    summary: str = ""
 
-    def identity(self, dtype: ScalarType):
+    def identity(self, dtype: ScalarType, component: int = 0):
+        if self.name == "online":
+            return float("-inf") if component == 0 else 0.0
         if self.name == "add":
             return 0
         if self.name == "mul":
@@ -159,12 +196,80 @@ class Monoid:
         info = np.iinfo(numpy_dtype(dtype))
         return int(info.min) if self.name == "max" else int(info.max)
 
+    def check_width(self, width: int) -> str | None:
+        """Why a carrier of `width` components is not one of this monoid (None if it is)."""
+        if self.width is None:
+            return None if width >= 2 else f"'{self.name}' carries a max and at least one sum, got {width} value(s)"
+        return None if width == self.width else f"'{self.name}' carries {self.width} value(s), got {width}"
+
+    def check_types(self, types: list[ScalarType]) -> str | None:
+        """Why carrier components of these types cannot use this monoid (None if they can)."""
+        if self.name == "online":
+            bad = [t for t in types if not t.is_float]
+            return f"'online' needs floating-point components, got {bad[0]}" if bad else None
+        t = types[0]
+        if self.name in ("add", "mul") and t == boolean:
+            return f"'{self.name}' needs a numeric carrier, got bool"
+        return None
+
+    def combine_program(self, width: int) -> tuple[tuple[CombineStep, ...], tuple[str, ...]]:
+        """The combine of carriers `a` and `b` (inputs `a0..a{width-1}`, `b0..`): (steps, output names)."""
+        if self.name != "online":
+            return (CombineStep("r0", self.op, ("a0", "b0")),), ("r0",)
+        # m = max(a0, b0); each side's sums are rescaled by exp(its max - m), and a side whose max is -inf (no terms
+        # yet) contributes nothing (its exp(-inf - -inf) would be NaN).
+        steps = [CombineStep("m", "maximum", ("a0", "b0"))]
+        for side in "ab":
+            steps += [
+                CombineStep(f"d{side}", "sub", (f"{side}0", "m")),
+                CombineStep(f"e{side}", "exp", (f"d{side}",)),
+                CombineStep(f"n{side}", "eq", (f"{side}0", float("-inf"))),
+                CombineStep(f"s{side}", "select", (f"n{side}", 0.0, f"e{side}")),
+            ]
+        outputs = ["m"]
+        for i in range(1, width):
+            steps += [
+                CombineStep(f"ta{i}", "mul", (f"a{i}", "sa")),
+                CombineStep(f"tb{i}", "mul", (f"b{i}", "sb")),
+                CombineStep(f"r{i}", "add", (f"ta{i}", f"tb{i}")),
+            ]
+            outputs.append(f"r{i}")
+        return tuple(steps), tuple(outputs)
+
+    def combine(self, a: tuple, b: tuple, dtypes: list[ScalarType]) -> tuple:
+        """Run `combine_program` on numpy arrays (carrier components of `dtypes`)."""
+        steps, outputs = self.combine_program(len(dtypes))
+        env = {f"{side}{i}": np.asarray(x) for side, xs in (("a", a), ("b", b)) for i, x in enumerate(xs)}
+        for st in steps:
+            args = [env[x] if isinstance(x, str) else x for x in st.args]  # constants stay weakly typed
+            with np.errstate(all="ignore"):
+                env[st.result] = SCALAR_OPS[st.op].numpy(*args)
+        return tuple(quantize(env[o], t) for o, t in zip(outputs, dtypes))
+
+    def reduce(self, components: tuple, axis: int, dtypes: list[ScalarType]) -> tuple:
+        """Fold whole `axis` of each component (element carriers) from the identity; one result per component."""
+        with np.errstate(all="ignore"):
+            if self.name == "online":
+                x = components[0]
+                m = np.max(x, axis=axis, initial=-np.inf)
+                scale = np.where(x == -np.inf, 0.0, np.exp(x - np.expand_dims(m, axis)))
+                out = (m, *(np.sum(w * scale, axis=axis) for w in components[1:]))
+            elif self.name in ("max", "min"):
+                out = (self.numpy_reduce(components[0], axis=axis, initial=self.identity(dtypes[0])),)
+            else:
+                out = (self.numpy_reduce(components[0], axis=axis),)
+        return tuple(quantize(o, t) for o, t in zip(out, dtypes))
+
 
 MONOIDS: dict[str, Monoid] = {
-    "add": Monoid("add", "add", np.sum),
-    "mul": Monoid("mul", "mul", np.prod),
-    "max": Monoid("max", "maximum", np.max),
-    "min": Monoid("min", "minimum", np.min),
+    m.name: m
+    for m in [
+        Monoid("add", "add", np.sum, summary="sum"),
+        Monoid("mul", "mul", np.prod, summary="product"),
+        Monoid("max", "maximum", np.max, summary="maximum, NaN-propagating"),
+        Monoid("min", "minimum", np.min, summary="minimum, NaN-propagating"),
+        Monoid("online", "", None, None, "running max and sums rescaled to it (online softmax, flash attention)"),
+    ]
 }
 
 
@@ -198,17 +303,18 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
     """Round `x` to the values `t` can hold, stored in `numpy_dtype(t)` (round-to-nearest-even for bf16)."""
     x = np.asarray(x)
     if t.name == "bf16":
-        f = np.ascontiguousarray(x, dtype=np.float32)
+        f = np.array(x, dtype=np.float32, order="C")  # not ascontiguousarray: it turns 0-d arrays into 1-d
         bits = f.view(np.uint32).astype(np.uint64)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
         out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-        return np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
+        out = np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
+        return out.reshape(x.shape)  # ascontiguousarray made a 0-d array 1-d
     return x.astype(_NUMPY[t.name])
 
 
 def evaluate(name: str, args: list[np.ndarray], result: ScalarType) -> np.ndarray:
     """Apply scalar op `name` elementwise, computing half types in float32 and rounding to `result`."""
     op = SCALAR_OPS[name]
-    with np.errstate(all="ignore"):
-        out = op.numpy(*args)
-    return quantize(out, result)
+    args = [a.astype(np.float32) if a.dtype == np.float16 else a for a in map(np.asarray, args)]
+    with np.errstate(all="ignore"):  # inf, nan and out-of-range conversions are values here, not errors
+        return quantize(op.numpy(*args), result)

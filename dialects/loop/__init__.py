@@ -1,0 +1,627 @@
+"""The `loop` dialect: a program as kernels (loop nests) and the buffers between them (docs/dialects/loop.md).
+
+    func.func @forward(%x: f32[16,64], %w: f32[64,16]) -> f32[16,16] {
+      %out = loop.buffer f32[16,16]
+      loop.kernel @k_relu {
+        loop.for %a0 in 0..16 {                                  // free (parallel) loop
+          loop.for %a1 in 0..16 {
+            %acc = loop.reduce %a2 in 0..64 add(0.0) -> f32 {    // reduce loop: monoid add, init 0.0
+              %x0 = loop.load %x[%a0, %a2]
+              %w0 = loop.load %w[%a2, %a1]
+              %p = scalar.mul %x0, %w0 : f32
+              loop.yield %p                                      // one element per iteration
+            }
+            %zero = scalar.const 0.0 : f32
+            %r = scalar.maximum %acc, %zero : f32
+            loop.store %out[%a0, %a1] = %r
+          }
+        }
+      }
+      func.return %out
+    }
+
+Buffers are tensor-typed SSA values: function arguments (inputs and parameters, read-only) and `loop.buffer`s
+(intermediates and outputs; an output is a buffer the function returns). Kernels run in order; each buffer is
+written by one kernel and read only after it. A kernel reads its buffers directly (it is not isolated from above),
+and never reads a buffer it writes, so loads inside a kernel are pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from irforge.attributes import SymbolRef
+from irforge.dialect import Dialect, grammar_file
+from irforge.index_expr import AffineMap
+from irforge.ir import Block, Operation, OpResult, Region
+from irforge.location import UNKNOWN
+from irforge.parser import OpAST, RegionAST, bind_index_values
+from irforge.scalar_ops import MONOIDS
+from irforge.types import ScalarType, TensorType, index
+
+from . import indexing
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---- program structure ----------------------------------------------------------------------------------------
+class KernelOp(Operation):
+    """One kernel: a loop nest that reads buffers and writes others. Pipelines reach it as `kernel(...)`."""
+
+    name = "loop.kernel"
+    operand_names = ()
+    result_names = ()
+    attribute_types = {"sym_name": str}
+    num_regions = 1
+    traits = frozenset({"single_block", "no_terminator"})
+    anchor_aliases = ("kernel",)
+
+    @staticmethod
+    def build(name: str, loc=UNKNOWN, attributes=None) -> KernelOp:
+        return KernelOp((), (), {**(attributes or {}), "sym_name": name}, [Region([Block()])], loc)
+
+    @property
+    def sym_name(self) -> str:
+        return self.attributes["sym_name"]
+
+    def stored_buffers(self) -> list:
+        """Buffers this kernel writes, in order of first store."""
+        return list(dict.fromkeys(op.buffer for op in self.walk() if isinstance(op, StoreOp)))
+
+    def loaded_buffers(self) -> list:
+        """Buffers this kernel reads, in order of first load."""
+        return list(dict.fromkeys(op.buffer for op in self.walk() if isinstance(op, LoadOp)))
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        parent = self.parent_op
+        if not isinstance(parent, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        for other in self.parent.ops:
+            if other is self:
+                break
+            if isinstance(other, KernelOp) and other.sym_name == self.sym_name:
+                raise self.error(f"redefines kernel '@{self.sym_name}'", notes=[("first defined here", other.loc)])
+        written = set()
+        for op in self.walk():
+            if isinstance(op, StoreOp):
+                buf = op.buffer
+                if not (isinstance(buf, OpResult) and isinstance(buf.op, BufferOp)):
+                    raise op.error("writes a function argument or param; inputs and params are read-only")
+                written.add(op.buffer)
+        for op in self.walk():
+            if isinstance(op, LoadOp) and op.buffer in written:
+                raise op.error("reads a buffer its own kernel writes; a kernel's loads must not see its stores")
+
+    def print_custom(self, p):
+        p.write("loop.kernel ", str(SymbolRef(self.sym_name)))
+        p.attr_dict(self.attributes, elide=("sym_name",), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0])
+
+
+class BufferOp(Operation):
+    """A buffer the program allocates: an intermediate, or an output when the function returns it."""
+
+    name = "loop.buffer"
+    operand_names = ()
+    result_names = ("result",)
+    num_regions = 0
+
+    @staticmethod
+    def build(t: TensorType, hint: str | None = None, loc=UNKNOWN) -> BufferOp:
+        return BufferOp((), [t], {}, loc=loc, result_hints=[hint])
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+        writers, readers = [], []
+        for user in self.result.users:
+            k = kernel_of(user)
+            if isinstance(user, StoreOp) and user.buffer is self.result and k not in writers:
+                writers.append(k)
+            elif isinstance(user, LoadOp) and k is not None:
+                readers.append((user, k))
+        if len(writers) > 1:
+            raise writers[1].error(
+                f"writes a buffer that kernel '@{writers[0].sym_name}' writes too; each buffer has one writer",
+                notes=[("the other writer", writers[0].loc)],
+            )
+        if writers:
+            block = self.parent
+            at = block.ops.index(writers[0])
+            for load, k in readers:
+                if k.parent is block and block.ops.index(k) < at:
+                    raise load.error(f"reads a buffer before kernel '@{writers[0].sym_name}' writes it")
+
+    def print_custom(self, p):
+        if self.attributes:
+            return p.print_generic(self)
+        p.write("loop.buffer ", p.type(self.result.type))
+
+
+class ParamOp(Operation):
+    """A named, read-only buffer whose value lives in the program's param store (a weight): `@name` as at the
+    tensor level."""
+
+    name = "loop.param"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+
+    @staticmethod
+    def build(sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN) -> ParamOp:
+        return ParamOp((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"sym"}:
+            return p.print_generic(self)
+        p.write("loop.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+
+
+# ---- loops -----------------------------------------------------------------------------------------------------
+class _LoopBase(Operation):
+    """Shared by free and reduce loops: `%iv in 0..extent`, one block whose only argument is the index.
+
+    Loops always start at 0 with step 1; offsets and strides live in the subscripts.
+    """
+
+    num_regions = 1
+    traits = frozenset({"single_block"})
+
+    @property
+    def iv(self):
+        return self.body.args[0]
+
+    @property
+    def extent(self) -> int:
+        return self.attributes["extent"]
+
+    def _verify_header(self):
+        if self.extent < 0:
+            raise self.error(f"has a negative extent {self.extent}")
+        args = self.body.args
+        if len(args) != 1 or args[0].type != index:
+            raise self.error("needs exactly one block argument, of type index (the loop index)")
+        if kernel_of(self) is None:
+            raise self.error("must be inside a loop.kernel")
+
+    def _print_header(self, p, keyword: str):
+        p.write(keyword, " ", p.define(self.iv), f" in 0..{self.extent}")
+
+
+class ForOp(_LoopBase):
+    """A free (parallel) loop: iterations are independent; its body stores results, it yields nothing."""
+
+    name = "loop.for"
+    operand_names = ()
+    result_names = ()
+    attribute_types = {"extent": int}
+
+    @staticmethod
+    def build(extent: int, iv_hint: str | None = None, loc=UNKNOWN) -> ForOp:
+        return ForOp((), (), {"extent": extent}, [Region([Block([index], [iv_hint])])], loc)
+
+    def verify_(self):
+        self._verify_header()
+        if any(isinstance(a, ReduceOp) for a in ancestors(self)):
+            raise self.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
+
+    def print_custom(self, p):
+        with p.scope():
+            self._print_header(p, "loop.for")
+            p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
+            p.write(" ")
+            p.region(self.regions[0], print_entry_args=False)
+
+
+class ReduceOp(_LoopBase):
+    """A reduce loop: folds the element its body yields each iteration into carriers, one monoid per carrier.
+
+    `monoids` names entries of `irforge.scalar_ops.MONOIDS`; `init[i]` holds carrier i's starting values (one per
+    component: `add(0.0)`, `online(-inf, 0.0)`). The results are the carriers' components, in order; the body yields
+    one element (a value per component) per iteration, and the result is `combine(...combine(init, e0)..., e{n-1})`.
+    The body only computes: no stores, no free loops.
+    """
+
+    name = "loop.reduce"
+    operand_names = ()
+    attribute_types = {"extent": int, "monoids": tuple, "init": tuple}
+    traits = frozenset({"single_block", "pure"})
+
+    @staticmethod
+    def build(extent: int, carriers, result_types, iv_hint=None, result_hints=None, loc=UNKNOWN):
+        """`carriers` = [(monoid name, init values), ...]; the body must still get its ops and a loop.yield."""
+        attrs = {
+            "extent": extent,
+            "monoids": tuple(m for m, _ in carriers),
+            "init": tuple(tuple(i) for _, i in carriers),
+        }
+        region = Region([Block([index], [iv_hint])])
+        return ReduceOp((), list(result_types), attrs, [region], loc, result_hints=result_hints)
+
+    @property
+    def carriers(self) -> list[tuple]:
+        """[(Monoid, init values, result values)] per carrier."""
+        out, at = [], 0
+        for name, init in zip(self.attributes["monoids"], self.attributes["init"]):
+            out.append((MONOIDS[name], init, self.results[at : at + len(init)]))
+            at += len(init)
+        return out
+
+    @property
+    def yielded(self) -> tuple:
+        return self.body.ops[-1].operands
+
+    def verify_(self):
+        self._verify_header()
+        monoids, init = self.attributes["monoids"], self.attributes["init"]
+        if len(monoids) != len(init) or not monoids:
+            raise self.error("needs one init tuple per monoid, and at least one monoid")
+        at = 0
+        for name, values in zip(monoids, init):
+            m = MONOIDS.get(name) if isinstance(name, str) else None
+            if m is None:
+                raise self.error(f"unknown monoid {name!r}; monoids are {', '.join(MONOIDS)}")
+            if not isinstance(values, tuple):
+                raise self.error(f"init of '{name}' must be a list of values")
+            why = m.check_width(len(values))
+            if why:
+                raise self.error(why)
+            types = [r.type for r in self.results[at : at + len(values)]]
+            if len(types) != len(values):
+                raise self.error(f"has {len(self.results)} result(s) but its carriers have more components")
+            for t in types:
+                if not isinstance(t, ScalarType):
+                    raise self.error(f"carriers are scalars, got {t}")
+            why = m.check_types(types)
+            if why:
+                raise self.error(why)
+            for v, t in zip(values, types):
+                if not _init_fits(v, t):
+                    raise self.error(f"init {v!r} of '{name}' does not fit its {t} carrier")
+            at += len(values)
+        if at != len(self.results):
+            raise self.error(f"has {len(self.results)} result(s) but its carriers have {at} component(s)")
+        term = self.body.ops[-1] if self.body.ops else None
+        if not isinstance(term, YieldOp):
+            raise self.error("body must end with loop.yield")
+        got = [v.type for v in term.operands]
+        want = [r.type for r in self.results]
+        if got != want:
+            raise term.error(
+                f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})"
+            )
+        for op in self.walk():
+            if isinstance(op, StoreOp):
+                raise op.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
+
+    def print_custom(self, p):
+        carriers = ", ".join(
+            f"{m}({', '.join(p.attr(v) for v in init)})"
+            for m, init in zip(self.attributes["monoids"], self.attributes["init"])
+        )
+        with p.scope():
+            self._print_header(p, "loop.reduce")
+            p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
+            p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
+            p.write(" ")
+            p.region(self.regions[0], print_entry_args=False)
+
+
+def _init_fits(v, t: ScalarType) -> bool:
+    if t.name == "bool":
+        return isinstance(v, bool)
+    if t.is_float:
+        return isinstance(v, float)
+    return _is_int(v)
+
+
+class YieldOp(Operation):
+    """Ends a loop.reduce body: the element this iteration contributes (one value per carrier component)."""
+
+    name = "loop.yield"
+    operand_names = ("*values",)
+    result_names = ()
+    num_regions = 0
+    traits = frozenset({"terminator"})
+
+    def verify_(self):
+        if not isinstance(self.parent_op, ReduceOp):
+            raise self.error("must end a loop.reduce body")
+
+    def print_custom(self, p):
+        if self.attributes:
+            return p.print_generic(self)
+        p.write("loop.yield ", p.values(self.operands))
+
+
+# ---- memory and indices ----------------------------------------------------------------------------------------
+class _Indexed(Operation):
+    """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
+
+    def index_exprs(self):
+        """The subscripts as expressions over the index values (`indexing.ValueDim` leaves)."""
+        return indexing.value_exprs(self.attributes["index"], self.indices)
+
+    def _verify_subscript(self):
+        buf = self.buffer
+        if not isinstance(buf.type, TensorType):
+            raise self.error(f"needs a buffer (tensor) operand, got {buf.type}")
+        m = self.attributes["index"]
+        if not isinstance(m, AffineMap) or m.num_dims != len(self.indices):
+            raise self.error("index map must have one dimension per index operand")
+        if len(m.results) != buf.type.rank:
+            raise self.error(f"has {len(m.results)} subscript(s) for a rank-{buf.type.rank} buffer")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"subscripts are index values, got {v.type}")
+        if kernel_of(self) is None:
+            raise self.error("must be inside a loop.kernel")
+        extents = loop_extents(self)
+        if 0 in extents.values():
+            return  # never runs
+        for k, (e, size) in enumerate(zip(self.index_exprs(), buf.type.shape)):
+            b = indexing.value_range(e, extents)
+            if b is not None and (b[0] < 0 or b[1] >= size):
+                raise self.error(f"subscript {k} ranges over {b[0]}..{b[1]}, outside 0..{size - 1}")
+
+    def _subscript(self, p) -> str:
+        m = self.attributes["index"]
+        return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
+
+
+class LoadOp(_Indexed):
+    """Read one element of a buffer."""
+
+    name = "loop.load"
+    operand_names = ("buffer", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})  # a kernel never writes what it reads
+
+    @staticmethod
+    def build(buffer, exprs, hint: str | None = None, loc=UNKNOWN) -> LoadOp:
+        """`exprs`: one subscript per dimension, over values (`ValueDim`s, or Values, or ints)."""
+        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        return LoadOp([buffer, *ops], [buffer.type.dtype], {"index": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [operand_types[0].dtype]
+
+    def verify_(self):
+        self._verify_subscript()
+        if self.result.type != self.buffer.type.dtype:
+            raise self.error(f"loads {self.buffer.type.dtype}, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write("loop.load ", p.value(self.buffer), self._subscript(p))
+
+
+class StoreOp(_Indexed):
+    """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
+
+    name = "loop.store"
+    operand_names = ("buffer", "*indices", "value")
+    result_names = ()
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+
+    @staticmethod
+    def build(buffer, exprs, value, loc=UNKNOWN) -> StoreOp:
+        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        return StoreOp([buffer, *ops, value], [], {"index": m}, loc=loc)
+
+    def verify_(self):
+        self._verify_subscript()
+        if self.value.type != self.buffer.type.dtype:
+            raise self.error(f"stores {self.value.type} into a {self.buffer.type.dtype} buffer")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write("loop.store ", p.value(self.buffer), self._subscript(p), " = ", p.value(self.value))
+
+
+class IndexOp(Operation):
+    """An index value computed from others: `loop.index %a0 * 64 + %a1` (a subscript, named)."""
+
+    name = "loop.index"
+    operand_names = ("*indices",)
+    result_names = ("result",)
+    attribute_types = {"expr": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @staticmethod
+    def build(expr, hint: str | None = None, loc=UNKNOWN) -> IndexOp:
+        m, ops = indexing.canonical([_as_expr(expr)])
+        return IndexOp(ops, [index], {"expr": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [index]
+
+    def index_expr(self):
+        return indexing.value_exprs(self.attributes["expr"], self.indices)[0]
+
+    def verify_(self):
+        m = self.attributes["expr"]
+        if m.num_dims != len(self.indices) or len(m.results) != 1:
+            raise self.error("needs one expression with one dimension per operand")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"computes from index values, got {v.type}")
+        if self.result.type != index:
+            raise self.error("result must be index")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"expr"}:
+            return p.print_generic(self)
+        p.write("loop.index ", p.index_expr(self.attributes["expr"].results[0], self.indices))
+
+
+def _as_expr(e):
+    from irforge.index_expr import as_expr
+    from irforge.ir import Value
+
+    return indexing.ValueDim(e) if isinstance(e, Value) else as_expr(e)
+
+
+# ---- queries passes share --------------------------------------------------------------------------------------
+def ancestors(op: Operation):
+    """Enclosing ops, innermost first."""
+    cur = op.parent_op
+    while cur is not None:
+        yield cur
+        cur = cur.parent_op
+
+
+def kernel_of(op: Operation) -> KernelOp | None:
+    if isinstance(op, KernelOp):
+        return op
+    return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
+
+
+def enclosing_loops(op: Operation) -> list[_LoopBase]:
+    """Loops around `op`, outermost first, up to its kernel."""
+    out = []
+    for a in ancestors(op):
+        if isinstance(a, KernelOp):
+            break
+        if isinstance(a, _LoopBase):
+            out.append(a)
+    return out[::-1]
+
+
+def loop_extents(op: Operation) -> dict:
+    """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
+    return {lp.iv: lp.extent for lp in enclosing_loops(op)}
+
+
+def loc_names(loc) -> list[str]:
+    """The origins a location names (`aten.softmax.int` -> `softmax`), in order, without repeats."""
+    from irforge.location import FusedLoc, NameLoc
+
+    out: list[str] = []
+    stack = [loc]
+    while stack:
+        cur = stack.pop(0)
+        if isinstance(cur, FusedLoc):
+            stack[:0] = list(cur.locs)
+        elif isinstance(cur, NameLoc):
+            parts = cur.name.split(".")  # namespace.op[.overload]: "aten.softmax.int" -> "softmax"
+            name = re.sub(r"[^A-Za-z0-9_]+", "_", parts[1] if len(parts) > 1 else parts[0]).strip("_")
+            if name and name not in out:
+                out.append(name)
+    return out
+
+
+def kernel_name(loc, fallback: str, taken) -> str:
+    """`k_<what it computes>`: the torch ops the location names (at most three), else `fallback`; unique in
+    `taken` (a set of names, which learns the new one)."""
+    names = loc_names(loc)
+    base = "k_" + ("_".join(names[:3]) if names else fallback)
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+# ---- syntax ----------------------------------------------------------------------------------------------------
+class LoopSyntax:
+    def loop_kernel(self, c):
+        sym, attrs, region = c
+        a = {**dict(attrs or {}), "sym_name": sym.name}
+        return OpAST("loop.kernel", attrs=a, result_types=[], regions=[region])
+
+    def loop_buffer(self, c):
+        return OpAST("loop.buffer", result_types=[c[0]])
+
+    def loop_param(self, c):
+        sym, t = c
+        return OpAST("loop.param", attrs={"sym": sym}, result_types=[t])
+
+    def loop_for(self, c):
+        iv, lo, hi, attrs, region = c
+        a = {**dict(attrs or {}), "extent": _extent(self, lo, hi)}
+        return OpAST("loop.for", attrs=a, result_types=[], regions=[_with_iv(self, region, iv)])
+
+    def loop_reduce(self, c):
+        iv, lo, hi, *rest = c
+        carriers = [x for x in rest if isinstance(x, tuple)]
+        types, attrs, region = rest[len(carriers) :]
+        a = {
+            **dict(attrs or {}),
+            "extent": _extent(self, lo, hi),
+            "monoids": tuple(m for m, _ in carriers),
+            "init": tuple(i for _, i in carriers),
+        }
+        return OpAST("loop.reduce", attrs=a, result_types=types, regions=[_with_iv(self, region, iv)])
+
+    def loop_carrier(self, c):
+        return (str(c[0]), tuple(c[1:]))
+
+    def loop_yield(self, c):
+        return OpAST("loop.yield", operands=c[0], result_types=[])
+
+    def loop_load(self, c):
+        buf, (m, refs) = c
+        return OpAST("loop.load", operands=[self.ref(buf), *refs], attrs={"index": m})
+
+    def loop_store(self, c):
+        buf, (m, refs), value = c
+        return OpAST("loop.store", operands=[self.ref(buf), *refs, value], attrs={"index": m}, result_types=[])
+
+    def loop_index(self, c):
+        exprs, refs = bind_index_values([c[0]])
+        return OpAST("loop.index", operands=refs, attrs={"expr": AffineMap(len(refs), tuple(exprs))})
+
+    def loop_subscript(self, c):
+        exprs, refs = bind_index_values([e for e in c if e is not None])
+        return AffineMap(len(refs), tuple(exprs)), refs
+
+
+def _extent(syntax, lo, hi) -> int:
+    if int(lo) != 0:
+        from irforge.diagnostics import error
+
+        raise error("loops run from 0 (write 0..N and offset the subscripts)", syntax.loc_of(lo))
+    return int(hi)
+
+
+def _with_iv(syntax, region: RegionAST, iv_tok) -> RegionAST:
+    return region.with_entry_args([(syntax.ref(iv_tok), index)])
+
+
+dialect = Dialect(
+    name="loop",
+    summary="kernels as loop nests: free and reduce loops, loads, stores, buffers",
+    ops=(KernelOp, BufferOp, ParamOp, ForOp, ReduceOp, YieldOp, LoadOp, StoreOp, IndexOp),
+    level="loop",
+    grammar=grammar_file(__name__, "loop.lark"),
+    syntax=LoopSyntax,
+    interpreter="irforge.dialects.loop.interpreter:interpret",
+)

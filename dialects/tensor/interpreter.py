@@ -1,0 +1,121 @@
+"""The tensor dialect's reference interpreter (numpy), the oracle for the tensor level and the passes around it.
+
+Semantics are those of docs/dialects/tensor.md: elementwise ops evaluate `irforge.scalar_ops` (half types compute
+in float32 and round per op), reductions accumulate in the element type (the IR casts half types to f32 first when
+it wants an f32 accumulator), index maps and gathers read the input at computed coordinates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irforge.diagnostics import error
+from irforge.index_expr import Dim
+from irforge.interpreter import bind_inputs, entry_function, param_value
+from irforge.ir import Operation
+from irforge.scalar_ops import MONOIDS, compute_dtype, evaluate, numpy_dtype, quantize
+
+
+def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list:
+    func = entry_function(module, entry)
+    bounds = gather_index_bounds(func)
+    env = dict(zip(func.body.args, bind_inputs(func, inputs, seed, bounds)))
+    for op in func.body.ops:
+        if op.name == "func.return":
+            return [env[v] for v in op.operands]
+        if op.name == "tensor.param":
+            env[op.result] = param_value(op.attributes["sym"].name, op.result.type, params, seed, bounds.get(op.result))
+            continue
+        env[op.result] = evaluate_op(op, [env[v] for v in op.operands])
+    raise func.error("has no func.return")
+
+
+def evaluate_op(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    """One tensor op (not `tensor.param`) on its operands' values: for interpreters of IR mixing levels."""
+    run = _RUN.get(op.name)
+    if run is None:
+        raise op.error("has no meaning in the tensor interpreter")
+    return run(op, args)
+
+
+def gather_index_bounds(func: Operation) -> dict:
+    """For values used as gather indices: the extent they index, so random ones stay in range."""
+    bounds = {}
+    for op in func.walk():
+        if op.name == "tensor.gather":
+            n = op.input.type.shape[op.attributes["axis"]]
+            v = op.indices
+            while True:  # index maps only move values: the bound belongs to the input or param they come from
+                bounds[v] = min(bounds.get(v, n), n)
+                producer = getattr(v, "op", None)
+                if producer is None or producer.name != "tensor.index_map":
+                    break
+                v = producer.input
+    return bounds
+
+
+def _coords(shape) -> list[np.ndarray]:
+    """Broadcastable coordinate grids of `shape` (one per dimension), as index expressions evaluate them."""
+    return [np.arange(n).reshape([n if i == k else 1 for i in range(len(shape))]) for k, n in enumerate(shape)]
+
+
+def _index(exprs, shape) -> tuple:
+    grid = _coords(shape)
+    return tuple(np.broadcast_to(np.asarray(e.evaluate(grid)), shape) for e in exprs)
+
+
+def _constant(op, args):
+    t = op.result.type
+    return quantize(np.full(t.shape, op.attributes["value"], dtype=np.float64 if t.dtype.is_float else None), t.dtype)
+
+
+def _iota(op, args):
+    t = op.result.type
+    return _index([Dim(op.attributes["dim"])], t.shape)[0].astype(numpy_dtype(t.dtype))
+
+
+def _elementwise(op, args):
+    return evaluate(op.attributes["op"], args, op.result.type.dtype)
+
+
+def _reduce(op, args):
+    (x,) = args
+    t = op.result.type
+    m = MONOIDS[op.attributes["kind"]]
+    axes = tuple(op.attributes["axes"])
+    if x.size == 0 or not axes:
+        if x.size == 0:
+            return np.full(t.shape, m.identity(t.dtype), dtype=numpy_dtype(t.dtype))
+        return x.copy()
+    x = x.astype(compute_dtype(t.dtype), copy=False)
+    with np.errstate(all="ignore"):
+        return quantize(m.numpy_reduce(x, axis=axes, keepdims=True), t.dtype)
+
+
+def _index_map(op, args):
+    (x,) = args
+    return x[_index(op.attributes["map"].results, op.result.type.shape)]
+
+
+def _gather(op, args):
+    x, idx = args
+    shape = op.result.type.shape
+    a = op.attributes
+    picked = idx[_index(a["index_map"].results, shape)].astype(np.int64)
+    n = x.shape[a["axis"]]
+    bad = (picked < 0) | (picked >= n)
+    if bad.any():
+        raise error(f"gather index {int(picked[bad].flat[0])} is out of range 0..{n - 1}", op.loc)
+    coords = list(_index(a["map"].results, shape))
+    coords.insert(a["axis"], picked)
+    return x[tuple(coords)]
+
+
+_RUN = {
+    "tensor.constant": _constant,
+    "tensor.iota": _iota,
+    "tensor.elementwise": _elementwise,
+    "tensor.reduce": _reduce,
+    "tensor.index_map": _index_map,
+    "tensor.gather": _gather,
+}

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from irforge.dialects.loop.transforms import fuse_producers
+
+from irforge.builtin import FuncOp
+from irforge.ir import Operation
+from irforge.pass_manager import Pass
+
+
+class FuseElementwise(Pass):
+    """Inline producers without reductions into their consumers when that adds no work.
+
+    Elementwise chains, index maps (transposes, reshapes, broadcasts read once per element), constants and iotas
+    disappear into the kernel that reads them: each load of the producer's buffer becomes the producer's
+    computation at that element, after which invariant computation is hoisted and duplicates merged. The fusion
+    happens when the program's work (dynamic loads, stores and scalar ops) does not grow, so nothing is ever
+    computed twice; recomputing a producer is `loop-fuse-broadcast`'s decision.
+    """
+
+    name = "loop-fuse-elementwise"
+    input_level = "loop"
+
+    def run(self, op: Operation) -> None:
+        for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
+            fuse_producers(func, lambda t: not t.has_reduction and t.work_after <= t.work_before)

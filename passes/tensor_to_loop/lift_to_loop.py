@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+from irforge.dialects.loop import BufferOp, KernelOp, ParamOp, kernel_name
+from irforge.dialects.loop.build import Builder
+from irforge.dialects.loop.indexing import ValueDim
+
+from irforge import index_expr as ix
+from irforge.builtin import FuncOp, ReturnOp
+from irforge.ir import Operation
+from irforge.pass_manager import Pass
+from irforge.scalar_ops import MONOIDS
+from irforge.types import ScalarType, f32, index
+
+
+class LiftToLoop(Pass):
+    """Lift tensor ops to the loop level: each op becomes one trivial kernel writing a fresh buffer.
+
+    An elementwise op, constant or iota is a nest of free loops over its result storing one scalar computation; an
+    index map or gather is the same nest loading through the op's index expressions; a reduction is free loops over
+    the kept dimensions around one reduce loop per reduced axis (half types accumulate in f32, as PyTorch does). A
+    param becomes a `loop.param`. Kernels are named after the torch ops in their locations, buffers after the
+    tensor values they hold; the fusion passes then merge the kernels.
+    """
+
+    name = "lift-to-loop"
+    input_level = "tensor"
+    output_level = "loop"
+
+    def run(self, op: Operation) -> None:
+        for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
+            _lift_function(func)
+
+
+def _lift_function(func: FuncOp) -> None:
+    taken: set[str] = set()
+    for op in list(func.body.ops):
+        if isinstance(op, ReturnOp) or op.dialect != "tensor":
+            if op.dialect not in ("func", "loop"):
+                raise op.error("cannot be lifted to the loop level")
+            continue
+        fb = Builder.before_op(op)
+        hint = op.result.name_hint
+        if op.name == "tensor.param":
+            new = fb.insert(ParamOp.build(op.attributes["sym"].name, op.result.type, hint, op.loc)).result
+        else:
+            new = fb.insert(BufferOp.build(op.result.type, hint, op.loc)).result
+            fallback = _LIFT.get(op.name)
+            if fallback is None:
+                raise op.error("cannot be lifted to the loop level")
+            what, lift = fallback
+            label = what(op) if callable(what) else what
+            kernel = fb.insert(KernelOp.build(kernel_name(op.loc, label, taken), op.loc))
+            lift(op, Builder.at_end(kernel.body, op.loc), new)
+        op.result.replace_all_uses_with(new)
+        op.erase()
+
+
+def _free_loops(b: Builder, shape, skip=()) -> tuple[list, Builder]:
+    """Free loops over `shape` (dimensions of size 1 and those in `skip` get none): the subscripts of the result,
+    and the body."""
+    subs = []
+    for k, n in enumerate(shape):
+        if k in skip or n == 1:
+            subs.append(ix.Const(0))
+        else:
+            iv, b = b.for_(n, f"a{k}")
+            subs.append(ValueDim(iv))
+    return subs, b
+
+
+def _through(m, subs) -> list:
+    """An index map's input coordinates, for result coordinates `subs`."""
+    return [r.substitute(subs) for r in m.results]
+
+
+def _elementwise(op, b: Builder, out) -> None:
+    subs, b = _free_loops(b, out.type.shape)
+    loaded = {}  # `mul %x, %x` loads %x once
+    for v in op.operands:
+        if v not in loaded:
+            loaded[v] = b.load(v, subs)
+    args = [loaded[v] for v in op.operands]
+    fn = op.attributes["op"]
+    value = b.cast(args[0], out.type.dtype) if fn == "cast" else b.scalar(fn, *args)
+    b.store(out, subs, value)
+
+
+def _constant(op, b: Builder, out) -> None:
+    subs, b = _free_loops(b, out.type.shape)
+    b.store(out, subs, b.const(op.attributes["value"], out.type.dtype))
+
+
+def _iota(op, b: Builder, out) -> None:
+    subs, b = _free_loops(b, out.type.shape)
+    coord = subs[op.attributes["dim"]]
+    iv = coord.value if isinstance(coord, ValueDim) else b.index(coord)
+    b.store(out, subs, b.cast(iv, out.type.dtype))
+
+
+def _index_map(op, b: Builder, out) -> None:
+    subs, b = _free_loops(b, out.type.shape)
+    b.store(out, subs, b.load(op.input, _through(op.attributes["map"], subs)))
+
+
+def _gather(op, b: Builder, out) -> None:
+    subs, b = _free_loops(b, out.type.shape)
+    looked_up = b.load(op.indices, _through(op.attributes["index_map"], subs))
+    coords = _through(op.attributes["map"], subs)
+    coords.insert(op.attributes["axis"], ValueDim(b.cast(looked_up, index)))
+    b.store(out, subs, b.load(op.input, coords))
+
+
+def _reduce(op, b: Builder, out) -> None:
+    axes = op.attributes["axes"]
+    src = op.input.type
+    monoid = MONOIDS[op.attributes["kind"]]
+    acc = accumulator(src.dtype)
+    init = _identity(monoid, acc)
+    subs, b = _free_loops(b, src.shape, skip=axes)
+    coords = list(subs)
+    reductions = []
+    inner = b
+    for k in axes:
+        red, iv, inner = inner.reduce(src.shape[k], [(monoid.name, (init,))], [acc], f"r{k}", [_CARRIER[monoid.name]])
+        coords[k] = ValueDim(iv)
+        reductions.append(red)
+    value = inner.cast(inner.load(op.input, coords), acc)
+    for red in reversed(reductions):
+        Builder.at_end(red.body, op.loc).yield_(value)
+        value = red.result
+    b.store(out, subs, b.cast(value, out.type.dtype))
+
+
+def accumulator(dtype: ScalarType) -> ScalarType:
+    """The type a reduction of `dtype` accumulates in: f32 for half types (as PyTorch does)."""
+    return f32 if dtype.name in ("f16", "bf16") else dtype
+
+
+def _identity(monoid, t: ScalarType):
+    v = monoid.identity(t)
+    return bool(v) if t.name == "bool" else float(v) if t.is_float else int(v)
+
+
+_CARRIER = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}  # names of reduction results
+
+_LIFT = {
+    "tensor.elementwise": (lambda op: op.attributes["op"], _elementwise),
+    "tensor.constant": ("constant", _constant),
+    "tensor.iota": ("iota", _iota),
+    "tensor.index_map": ("index_map", _index_map),
+    "tensor.gather": ("gather", _gather),
+    "tensor.reduce": (lambda op: "reduce_" + op.attributes["kind"], _reduce),
+}

@@ -1,0 +1,264 @@
+"""Hypothesis strategies for loop-level programs, and a naive reference interpreter to check the real one against.
+
+`programs()` draws a function of one to three kernels over small random shapes: free loops over each output
+dimension, an optional reduction (any monoid, the online carrier included) whose body loads inputs through random
+affine / floordiv / mod / min subscripts (always in bounds), random scalar math, and a store. Later kernels may read
+earlier kernels' buffers; every buffer is returned.
+
+`naive_interpret` runs a program one iteration at a time with Python loops and folds reductions with each monoid's
+`combine` program, the definition the vectorized interpreter's fast paths must agree with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from irforge.dialects.loop import BufferOp, ForOp, IndexOp, KernelOp, LoadOp, ReduceOp, StoreOp, YieldOp
+from irforge.dialects.loop.build import Builder
+from irforge.dialects.loop.indexing import ValueDim
+from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
+
+from irforge import index_expr as ix
+from irforge.builtin import FuncOp, ModuleOp, ReturnOp
+from irforge.scalar_ops import MONOIDS, evaluate, quantize
+from irforge.types import f32, tensor
+
+UNARY = ("neg", "abs", "exp", "tanh", "sigmoid", "sin")
+BINARY = ("add", "sub", "mul", "maximum", "minimum")
+
+
+@st.composite
+def shapes(draw, min_rank=0, max_rank=3, max_dim=4):
+    rank = draw(st.integers(min_rank, max_rank))
+    return tuple(draw(st.integers(1, max_dim)) for _ in range(rank))
+
+
+@st.composite
+def subscript(draw, ivs, size):
+    """An index expression over loop indices `ivs` (list of (value, extent)) that stays inside 0..size-1."""
+    kind = draw(st.sampled_from(["affine", "div", "min", "const"]))
+    if kind == "const" or not ivs:
+        return ix.Const(draw(st.integers(0, size - 1)))
+    terms = [
+        ValueDim(v) * draw(st.integers(1, 3)) for v, _ in draw(st.lists(st.sampled_from(ivs), min_size=1, max_size=2))
+    ]
+    e = terms[0]
+    for t in terms[1:]:
+        e = e + t
+    e = e + draw(st.integers(0, 2))
+    if kind == "div":
+        e = e // draw(st.integers(1, 3))
+    if kind == "min":
+        return ix.minimum(e, size - 1)
+    return e % size
+
+
+@st.composite
+def scalar_expr(draw, b: Builder, leaves, depth=2):
+    """A scalar f32 value computed from `leaves` with random table ops."""
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.sampled_from(leaves))
+    if draw(st.booleans()):
+        return b.scalar(draw(st.sampled_from(UNARY)), draw(scalar_expr(b, leaves, depth - 1)))
+    lhs = draw(scalar_expr(b, leaves, depth - 1))
+    rhs = draw(scalar_expr(b, leaves, depth - 1))
+    if draw(st.integers(0, 4)) == 0:
+        c = b.scalar("lt", lhs, rhs)
+        return b.scalar("select", c, lhs, rhs)
+    return b.scalar(draw(st.sampled_from(BINARY)), lhs, rhs)
+
+
+@st.composite
+def loads(draw, b: Builder, buffers, ivs, dtype=f32):
+    out = []
+    for buf in draw(st.lists(st.sampled_from(buffers), min_size=1, max_size=3)):
+        v = b.load(buf, [draw(subscript(ivs, n)) for n in buf.type.shape])
+        out.append(b.cast(v, dtype))
+    return out
+
+
+@st.composite
+def kernel_body(draw, b: Builder, buffers, out, ivs):
+    leaves = draw(loads(b, buffers, ivs))
+    if draw(st.booleans()):
+        monoid = draw(st.sampled_from(sorted(MONOIDS)))
+        width = 2 if monoid == "online" else 1
+        init = tuple(MONOIDS[monoid].identity(f32, i) for i in range(width))
+        init = tuple(float(v) for v in init)
+        if draw(st.integers(0, 3)) == 0 and monoid == "add":
+            init = (float(draw(st.integers(-2, 2))),)
+        extent = draw(st.integers(0, 4))
+        red, riv, rb = b.reduce(extent, [(monoid, init)], [f32] * width, "r")
+        inner = draw(loads(rb, buffers, [*ivs, (riv, extent)]))
+        elem = draw(scalar_expr(rb, inner + leaves))
+        if monoid == "mul":  # keep products of up to 4 terms tame
+            elem = rb.scalar("tanh", elem)
+        rb.yield_(*([elem, rb.const(1.0, f32)] if monoid == "online" else [elem]))
+        leaves = [*leaves, *red.results]
+    value = draw(scalar_expr(b, leaves))
+    b.store(out, [ValueDim(v) for v, _ in ivs], b.cast(value, out.type.dtype))
+
+
+@st.composite
+def programs(draw, max_kernels=3, dtypes=(f32,)):
+    dtype = draw(st.sampled_from(dtypes))
+    inputs = [tensor(dtype, *draw(shapes(min_rank=1))) for _ in range(draw(st.integers(1, 3)))]
+    module = ModuleOp()
+    outs = [tensor(dtype, *draw(shapes())) for _ in range(draw(st.integers(1, max_kernels)))]
+    f = FuncOp.build("forward", inputs, outs, arg_hints=[f"x{i}" for i in range(len(inputs))])
+    module.body.append(f)
+    fb = Builder.at_end(f.body)
+    readable = list(f.args)
+    results = []
+    for k, t in enumerate(outs):
+        buf = fb.insert(BufferOp.build(t, f"t{k}")).result
+        kernel = fb.insert(KernelOp.build(f"k{k}"))
+        b, ivs = Builder.at_end(kernel.body), []
+        for d, n in enumerate(t.shape):
+            iv, b = b.for_(n, f"a{d}")
+            ivs.append((iv, n))
+        draw(kernel_body(b, readable, buf, ivs))
+        readable.append(buf)
+        results.append(buf)
+    fb.insert(ReturnOp(results, [], {}))
+    return module
+
+
+def random_inputs(module, seed=0):
+    rng = np.random.default_rng(seed)
+    f = next(op for op in module.body.ops if isinstance(op, FuncOp))
+    return [quantize(rng.standard_normal(a.type.shape).astype(np.float32), a.type.dtype) for a in f.args]
+
+
+# ---- the naive reference --------------------------------------------------------------------------------------
+def naive_interpret(module, args):
+    f = next(op for op in module.body.ops if isinstance(op, FuncOp))
+    mem = {a: quantize(np.asarray(x), a.type.dtype) for a, x in zip(f.args, args)}
+    for op in f.body.ops:
+        if isinstance(op, BufferOp):
+            t = op.result.type
+            mem[op.result] = np.full(t.shape, np.nan, dtype=quantize(np.zeros(()), t.dtype).dtype)
+        elif isinstance(op, KernelOp):
+            _naive_block(op.body, {}, mem)
+        elif isinstance(op, ReturnOp):
+            return [np.array(mem[v]) for v in op.operands]
+    raise AssertionError("no func.return")
+
+
+def _naive_block(block, env, mem):
+    for op in block.ops:
+        if isinstance(op, ScalarMathOp):
+            env[op.result] = evaluate(op.fn, [np.asarray(env[v]) for v in op.operands], op.result.type)
+        elif isinstance(op, ConstOp):
+            env[op.result] = quantize(np.asarray(op.attributes["value"]), op.result.type)
+        elif isinstance(op, CastOp):
+            with np.errstate(all="ignore"):
+                env[op.result] = quantize(np.asarray(env[op.operand]), op.result.type)
+        elif isinstance(op, IndexOp):
+            env[op.result] = int(op.index_expr().evaluate(env))
+        elif isinstance(op, LoadOp):
+            idx = tuple(int(e.evaluate(env)) for e in op.index_exprs())
+            env[op.result] = mem[op.buffer][idx]
+        elif isinstance(op, StoreOp):
+            idx = tuple(int(e.evaluate(env)) for e in op.index_exprs())
+            mem[op.buffer][idx] = env[op.value]
+        elif isinstance(op, ForOp):
+            for i in range(op.extent):
+                _naive_block(op.body, {**env, op.iv: i}, mem)
+        elif isinstance(op, ReduceOp):
+            accs = [tuple(quantize(np.asarray(v), r.type) for v, r in zip(init, rs)) for _, init, rs in op.carriers]
+            for i in range(op.extent):
+                inner = {**env, op.iv: i}
+                _naive_block(op.body, inner, mem)
+                ys = [inner[v] for v in op.yielded]
+                at = 0
+                for k, (m, _, rs) in enumerate(op.carriers):
+                    accs[k] = m.combine(accs[k], tuple(ys[at : at + len(rs)]), [r.type for r in rs])
+                    at += len(rs)
+            for (_, _, rs), acc in zip(op.carriers, accs):
+                env.update(zip(rs, acc))
+        elif not isinstance(op, YieldOp):
+            raise AssertionError(f"naive interpreter: unexpected {op.name}")
+
+
+# ---- tensor-level programs the fusion passes must handle -------------------------------------------------------
+def tensor_module(arg_types, names, build):
+    """A tensor-level module: `build(builder, *args)` returns the outputs of `func.func @forward`."""
+    from irforge.dialects.tensor.builder import TensorBuilder
+
+    func = FuncOp.build("forward", arg_types, [], arg_hints=names)
+    module = ModuleOp()
+    module.body.append(func)
+    outs = build(TensorBuilder(block=func.body), *func.body.args)
+    func.body.append(ReturnOp(list(outs)))
+    ft = func.attributes["function_type"]
+    func.attributes["function_type"] = type(ft)(ft.inputs, tuple(v.type for v in outs))
+    return module
+
+
+def matmul(b, x, w):
+    """x[..., k] @ w[k, n] as the tensor level spells it: broadcast both to [..., k, n], multiply, reduce k."""
+    from irforge.index_expr import Dim
+
+    *lead, k = x.type.shape
+    n = w.type.shape[1]
+    r = len(lead)
+    shape = (*lead, k, n)
+    xb = b.index_map(x, shape, [Dim(i) for i in range(r + 1)])
+    wb = b.index_map(w, shape, [Dim(r), Dim(r + 1)])
+    s = b.reduce("add", b.ew("mul", xb, wb), [r])
+    return b.index_map(s, (*lead, n), [*(Dim(i) for i in range(r)), 0, Dim(r)])
+
+
+def softmax(b, x, axis, log=False):
+    m = b.reduce("max", x, [axis])
+    e = b.ew("exp", b.ew("sub", x, m))
+    s = b.reduce("add", e, [axis])
+    if log:
+        return b.ew("sub", b.ew("sub", x, m), b.ew("log", s))
+    return b.ew("div", e, s)
+
+
+@st.composite
+def softmax_programs(draw):
+    """Softmax (or log-softmax) over a random axis, with an optional prologue and epilogue, f32 or half types."""
+    from irforge.types import bf16, f16
+
+    dtype = draw(st.sampled_from([f32, f16, bf16]))
+    shape = draw(shapes(min_rank=1, max_rank=3, max_dim=6))
+    axis = draw(st.integers(0, len(shape) - 1))
+    log = draw(st.booleans())
+    scale = draw(st.sampled_from([None, 0.5, 3.0]))
+
+    def build(b, x, y):
+        h = b.ew("mul", x, scale) if scale is not None else x
+        if draw(st.booleans()):
+            h = b.ew("add", h, y)
+        h = b.cast(h, f32) if dtype != f32 else h
+        out = softmax(b, h, axis, log)
+        out = b.cast(out, dtype) if dtype != f32 else out
+        return [b.ew("mul", out, y) if draw(st.booleans()) else out]
+
+    return tensor_module([tensor(dtype, *shape)] * 2, ["x", "y"], build)
+
+
+@st.composite
+def sibling_programs(draw):
+    """Two reductions over one axis feeding one elementwise kernel: SwiGLU's gate and up, or mean and variance."""
+    rows, k, n = draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    if draw(st.booleans()):
+
+        def build(b, x):
+            g = matmul(b, x, b.param("gate.weight", tensor(f32, k, n)))
+            u = matmul(b, x, b.param("up.weight", tensor(f32, k, n)))
+            return [b.ew("mul", b.ew("mul", g, b.ew("sigmoid", g)), u)]
+
+        return tensor_module([tensor(f32, rows, k)], ["x"], build)
+
+    def build(b, x):
+        mean = b.ew("div", b.reduce("add", x, [1]), float(k))
+        sq = b.ew("div", b.reduce("add", b.ew("mul", x, x), [1]), float(k))
+        var = b.ew("sub", sq, b.ew("mul", mean, mean))
+        return [b.ew("mul", b.ew("sub", x, mean), b.ew("rsqrt", b.ew("add", var, 1e-5)))]
+
+    return tensor_module([tensor(f32, rows, k)], ["x"], build)

@@ -1,0 +1,116 @@
+"""irforge: compile PyTorch programs (and, as later levels land, run, benchmark and tune them).
+
+    irforge compile -c "nn.RMSNorm(2048)(torch.randn(1,32,2048))" --ir tensor
+    irforge compile model.py --ir torch -o model.ir
+    irforge compile -c "x=torch.randn(16,64); torch.softmax(x, -1)" --check -vv
+
+Each subcommand is a `Command`: its `add_arguments(parser)` and `run(args, out, err)`; registering one in `COMMANDS`
+is all a new subcommand (`run`, `bench`, `tune`) needs. `main(argv, stdout=, stderr=)` is the in-process API the
+tests use. Nothing heavy (torch) is imported before the arguments are parsed, so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add_arguments: Callable
+    run: Callable  # (args, stdout, stderr) -> exit code
+
+
+# ---- compile ---------------------------------------------------------------------------------------------------
+def _compile_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.compiler import levels
+
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
+    src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
+    p.add_argument("--ir", default="tensor", choices=levels(), help="the level to stop at and print (default: tensor)")
+    p.add_argument("-o", dest="output", default="-", metavar="FILE", help="write the IR to FILE (default: stdout)")
+    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs; -vv: its diff")
+    p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
+    p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
+    p.add_argument("--generic", action="store_true", help="print every op in the generic form")
+
+
+def _compile_run(args, out, err) -> int:
+    from irforge import frontend, instrumentation
+    from irforge.compiler import compile_program
+    from irforge.printer import print_module
+
+    tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
+    hooks = []
+    if args.verbose == 1:
+        hooks.append(instrumentation.PrintPassNames(stream=err))
+    elif args.verbose >= 2:
+        hooks.append(instrumentation.PrintIRDiff(stream=err))
+    prog = compile_program(tp, args.ir, hooks)
+    text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
+    if args.output == "-":
+        out.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    if not args.check:
+        return 0
+    ok = True
+    types = prog.module.body.ops[0].attributes["function_type"].outputs
+    for i, (c, t) in enumerate(zip(prog.check(), types)):
+        err.write(f"check: output #{i} ({t}) vs PyTorch eager: {c}\n")
+        ok &= c.ok
+    if not ok:
+        err.write(f"check: the {args.ir} level's reference interpreter does not match PyTorch eager\n")
+    return 0 if ok else 1
+
+
+COMMANDS = {
+    c.name: c
+    for c in [
+        Command("compile", "capture a PyTorch program and print its IR at a level", _compile_arguments, _compile_run),
+    ]
+}
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="irforge",
+        description="irforge: a hackable ML compiler from PyTorch to CUDA through six textual IR levels.",
+    )
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for c in COMMANDS.values():
+        p = sub.add_parser(c.name, help=c.help, description=c.help)
+        c.add_arguments(p)
+    return ap
+
+
+def main(argv=None, *, stdout=None, stderr=None) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    args = _arg_parser().parse_args(argv)
+
+    from irforge.diagnostics import IRForgeError
+
+    try:
+        return COMMANDS[args.command].run(args, stdout, stderr)
+    except IRForgeError as e:
+        stderr.write(e.render() + "\n")
+        return 1
+    except OSError as e:
+        stderr.write(f"irforge: error: {e.strerror}: {e.filename}\n")
+        return 1
+    except Exception as e:  # a bug in irforge, not the user's mistake: say so, keep the traceback on request
+        if os.environ.get("IRFORGE_TRACEBACK"):
+            raise
+        stderr.write(f"irforge: internal error: {type(e).__name__}: {e} (set IRFORGE_TRACEBACK=1 for the traceback)\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
