@@ -176,7 +176,7 @@ class ParamOp(Operation):
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
-class _LoopBase(Operation):
+class LoopOp(Operation):
     """Shared by free and reduce loops: `%iv in 0..extent`, one block whose only argument is the index.
 
     Loops always start at 0 with step 1; offsets and strides live in the subscripts.
@@ -206,7 +206,7 @@ class _LoopBase(Operation):
         p.write(keyword, " ", p.define(self.iv), f" in 0..{self.extent}")
 
 
-class ForOp(_LoopBase):
+class ForOp(LoopOp):
     """A free (parallel) loop: iterations are independent; its body stores results, it yields nothing."""
 
     name = "loop.for"
@@ -231,7 +231,7 @@ class ForOp(_LoopBase):
             p.region(self.regions[0], print_entry_args=False)
 
 
-class ReduceOp(_LoopBase):
+class ReduceOp(LoopOp):
     """A reduce loop: folds the element its body yields each iteration into carriers, one monoid per carrier.
 
     `monoids` names entries of `irforge.scalar_ops.MONOIDS`; `init[i]` holds carrier i's starting values (one per
@@ -353,7 +353,7 @@ class YieldOp(Operation):
 
 
 # ---- memory and indices ----------------------------------------------------------------------------------------
-class _Indexed(Operation):
+class AccessOp(Operation):
     """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
 
     def index_exprs(self):
@@ -387,7 +387,7 @@ class _Indexed(Operation):
         return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
 
 
-class LoadOp(_Indexed):
+class LoadOp(AccessOp):
     """Read one element of a buffer."""
 
     name = "loop.load"
@@ -418,7 +418,7 @@ class LoadOp(_Indexed):
         p.write("loop.load ", p.value(self.buffer), self._subscript(p))
 
 
-class StoreOp(_Indexed):
+class StoreOp(AccessOp):
     """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
 
     name = "loop.store"
@@ -503,13 +503,13 @@ def kernel_of(op: Operation) -> KernelOp | None:
     return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
 
 
-def enclosing_loops(op: Operation) -> list[_LoopBase]:
+def enclosing_loops(op: Operation) -> list[LoopOp]:
     """Loops around `op`, outermost first, up to its kernel."""
     out = []
     for a in ancestors(op):
         if isinstance(a, KernelOp):
             break
-        if isinstance(a, _LoopBase):
+        if isinstance(a, LoopOp):
             out.append(a)
     return out[::-1]
 

@@ -24,16 +24,16 @@ from irforge.location import fuse
 
 from ..scalar import CastOp, ConstOp
 from . import (
+    AccessOp,
     BufferOp,
     ForOp,
     IndexOp,
     KernelOp,
     LoadOp,
+    LoopOp,
     ReduceOp,
     StoreOp,
     YieldOp,
-    _Indexed,
-    _LoopBase,
     indexing,
     kernel_name,
     loop_extents,
@@ -68,7 +68,7 @@ def _cost(op: Operation) -> float:
 
 def _work(op: Operation, trips: int, in_reduction: bool, only_reductions: bool = False) -> float:
     total = _cost(op) * trips if (in_reduction or not only_reductions) else 0.0
-    if isinstance(op, _LoopBase):
+    if isinstance(op, LoopOp):
         trips *= op.extent
         in_reduction = in_reduction or isinstance(op, ReduceOp)
     for region in op.regions:
@@ -104,7 +104,7 @@ def fold_index_ops(root: Operation) -> bool:
     """Substitute `loop.index` results into the subscripts (and index ops) that use them; erase unused ones."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (_Indexed, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
+        if isinstance(op, (AccessOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
             _rewrite_subscripts(op, lambda e, op=op: indexing.substitute(e, _index_defs(op)))
             changed = True
     for op in list(root.walk(post_order=True)):
@@ -121,7 +121,7 @@ def simplify_subscripts(root: Operation) -> bool:
     """Fold what the loop extents decide in every subscript (`(a*8 + b) floordiv 8 -> a` for b < 8, ...)."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (_Indexed, IndexOp)):
+        if isinstance(op, (AccessOp, IndexOp)):
             extents = loop_extents(op)
             changed |= _rewrite_subscripts(op, lambda e, x=extents: indexing.simplify(e, x))
     return changed
@@ -161,7 +161,7 @@ def hoist_invariants(root: Operation) -> bool:
     whose body never runs.
     """
     changed = False
-    for loop in [op for op in root.walk(post_order=True) if isinstance(op, _LoopBase)]:
+    for loop in [op for op in root.walk(post_order=True) if isinstance(op, LoopOp)]:
         if loop.extent == 0 or loop.parent is None:
             continue
         for op in list(loop.body.ops):
@@ -355,7 +355,7 @@ def producer_of(buffer: Value) -> Producer | None:
     if len(stores) != 1:
         return None
     store = stores[0]
-    loops = [a for a in _ancestors_or_self(store.parent_op) if isinstance(a, _LoopBase)]
+    loops = [a for a in _ancestors_or_self(store.parent_op) if isinstance(a, LoopOp)]
     coords, used = [], set()
     for e, n in zip(store.index_exprs(), buffer.type.shape):
         if isinstance(e, indexing.ValueDim):
@@ -373,14 +373,12 @@ def producer_of(buffer: Value) -> Producer | None:
     return Producer(k, buffer, store, coords)
 
 
-def inline_producer(consumer: Operation, producer: Producer) -> list[Operation]:
+def inline_producer(consumer: Operation, producer: Producer) -> None:
     """Replace every load of the producer's buffer under `consumer` by the producer's computation of that element.
 
-    Returns the ops created (their nested ops included). Leaves `loop.index` ops for non-trivial subscripts; run
-    `cleanup` to fold them.
+    Leaves `loop.index` ops for non-trivial subscripts; run `cleanup` to fold them.
     """
     sl = producer.slice()
-    created: list[Operation] = []
     for load in [op for op in consumer.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]:
         vm: dict[Value, Value] = {}
         for iv, e in zip(producer.coords, load.index_exprs()):
@@ -391,16 +389,12 @@ def inline_producer(consumer: Operation, producer: Producer) -> list[Operation]:
             else:
                 idx = IndexOp.build(e, loc=load.loc)
                 load.parent.insert_before(load, idx)
-                created.append(idx)
                 vm[iv] = idx.result
         for op in sl:
-            new = op.clone(vm)
-            load.parent.insert_before(load, new)
-            created.extend(new.walk())
+            load.parent.insert_before(load, op.clone(vm))
         value = vm.get(producer.store.value, producer.store.value)
         load.result.replace_all_uses_with(value)
         load.erase()
-    return created
 
 
 def drop_store(producer: Producer) -> None:
@@ -415,7 +409,7 @@ def drop_store(producer: Producer) -> None:
 def free_band(kernel: KernelOp) -> list[ForOp]:
     """The kernel's outer band of perfectly nested free loops (outermost first): the kernel body's only loop, and
     each loop whose body is just one more free loop. Their iterations are independent, so any order is valid."""
-    tops = [op for op in kernel.body.ops if isinstance(op, _LoopBase)]
+    tops = [op for op in kernel.body.ops if isinstance(op, LoopOp)]
     if len(tops) != 1 or not isinstance(tops[0], ForOp):
         return []
     band = [tops[0]]
@@ -437,7 +431,7 @@ def depends_on(values, within: Operation) -> set[int]:
         if isinstance(v, OpResult):
             if within.is_ancestor_of(v.op):
                 work.extend(captured_values(v.op))
-        elif isinstance(v.block.parent_op, _LoopBase) and within.is_ancestor_of(v.block.parent_op):
+        elif isinstance(v.block.parent_op, LoopOp) and within.is_ancestor_of(v.block.parent_op):
             out.add(id(v))
     return out
 
