@@ -18,7 +18,8 @@ from irforge.testing import check_pipeline
 from irforge.types import f32, tensor
 
 FUSION = ["loop-fuse-elementwise", "loop-fuse-broadcast", "loop-fuse-reductions"]
-KERNEL_PASSES = [
+LOOP_PASSES = [
+    "loop-fuse-horizontal",
     "loop-fuse-siblings",
     "loop-online-softmax",
     "loop-licm",
@@ -68,7 +69,7 @@ def test_fusion_pass_keeps_the_answer(name, module, recompute):
     check_pass(module, name + opts)
 
 
-@pytest.mark.parametrize("name", KERNEL_PASSES)
+@pytest.mark.parametrize("name", LOOP_PASSES)
 @SETTINGS
 @given(st.one_of(programs, loopgen.programs()), st.booleans())
 def test_kernel_pass_keeps_the_answer(name, module, fused):
@@ -79,7 +80,7 @@ def test_kernel_pass_keeps_the_answer(name, module, fused):
     check_pass(module, name)
 
 
-@pytest.mark.parametrize("name", [*FUSION, *KERNEL_PASSES, "tensor-to-loop"])
+@pytest.mark.parametrize("name", [*FUSION, *LOOP_PASSES, "tensor-to-loop"])
 @SETTINGS
 @given(st.one_of(programs, loopgen.programs()))
 def test_passes_are_idempotent(name, module):
@@ -94,7 +95,15 @@ def test_passes_are_idempotent(name, module):
     assert print_module(module) == once
 
 
-_PIPELINE = [*FUSION, "loop-fuse-siblings", "loop-online-softmax", "loop-dedupe-loads", "loop-licm", "loop-cse"]
+_PIPELINE = [
+    *FUSION,
+    "loop-fuse-horizontal",
+    "loop-fuse-siblings",
+    "loop-online-softmax",
+    "loop-dedupe-loads",
+    "loop-licm",
+    "loop-cse",
+]
 
 
 # ---- what fusion produces --------------------------------------------------------------------------------------

@@ -287,6 +287,86 @@ def cleanup(kernel: Operation) -> None:
     eliminate_dead(kernel)
 
 
+# ---- sibling reductions ----------------------------------------------------------------------------------------
+def merge_sibling_reductions(kernel: Operation, max_carriers: int) -> bool:
+    """Merge independent `loop.reduce`s of one block with the same extent into one loop carrying all their
+    carriers (at most `max_carriers` components), at the first one's place. Returns whether anything merged."""
+    changed = False
+    while _merge_one(kernel, max_carriers):
+        changed = True
+    return changed
+
+
+def merge_sibling_loops(kernel: Operation) -> bool:
+    """Fuse free loops of one block with the same extent into one (at the later one's place: a free loop has no
+    results and a kernel never reads what it stores, so nothing between them depends on the earlier one)."""
+    changed = True
+    any_change = False
+    while changed:
+        changed = False
+        for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
+            loops = [o for o in block.ops if isinstance(o, ForOp)]
+            pair = next(((a, b) for i, a in enumerate(loops) for b in loops[i + 1 :] if a.extent == b.extent), None)
+            if pair is not None:
+                first, second = pair
+                body = list(first.body.ops)
+                for op in reversed(body):
+                    second.body.insert(0, op.detach())
+                first.iv.replace_all_uses_with(second.iv)
+                second.loc = fuse([first.loc, second.loc])
+                first.erase()
+                changed = any_change = True
+                break
+    return any_change
+
+
+def _merge_one(kernel: Operation, max_carriers: int) -> bool:
+    for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
+        reds = [o for o in block.ops if isinstance(o, ReduceOp)]
+        for i, first in enumerate(reds):
+            for second in reds[i + 1 :]:
+                if _can_merge(first, second, max_carriers):
+                    _merge(first, second)
+                    return True
+    return False
+
+
+def _can_merge(first: ReduceOp, second: ReduceOp, max_carriers: int) -> bool:
+    if first.extent != second.extent or len(first.results) + len(second.results) > max_carriers:
+        return False
+    block = first.parent
+    at = block.ops.index(first)
+    for v in captured_values(second):
+        owner = defining_op(v)
+        # what the second loop reads must exist where the first one is (and must not be the first's results)
+        for anc in _ancestors_or_self(owner):
+            if anc.parent is block:
+                if block.ops.index(anc) >= at:
+                    return False
+                break
+    return True
+
+
+def _merge(first: ReduceOp, second: ReduceOp) -> None:
+    carriers = [(m.name, init) for m, init, _ in first.carriers + second.carriers]
+    types = [r.type for r in (*first.results, *second.results)]
+    hints = [r.name_hint for r in (*first.results, *second.results)]
+    b = Builder.before_op(first, fuse([first.loc, second.loc]))
+    merged, iv, body = b.reduce(first.extent, carriers, types, first.iv.name_hint, hints)
+    yielded = []
+    for red in (first, second):
+        vm = {red.iv: iv}
+        for op in red.body.ops[:-1]:
+            body.insert(op.clone(vm))
+        yielded += [vm.get(v, v) for v in red.yielded]
+    body.yield_(*yielded)
+    for old, new in zip((*first.results, *second.results), merged.results):
+        old.replace_all_uses_with(new)
+    first.erase()
+    second.erase()
+    eliminate_common(merged)
+
+
 # ---- program structure -----------------------------------------------------------------------------------------
 def kernels(func: FuncOp) -> list[KernelOp]:
     return [op for op in func.body.ops if isinstance(op, KernelOp)]
