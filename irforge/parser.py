@@ -441,6 +441,7 @@ def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
             strip[rule] = True
         else:
             strip[rule] = False
+            _OP_STARTS.add(m.group(1))  # a family's name terminal starts an op, like a keyword
     return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
@@ -621,10 +622,10 @@ def parse_module(
     from .builtin import ModuleOp
     from .verifier import verify as verify_op
 
-    register_source(file, text)
+    src = "\n" * line_offset + text if line_offset else text
+    register_source(file, src)  # a chunk of a split file keeps the file's line numbers
     lark, syntax = _parser()
     syntax.file = file
-    src = "\n" * line_offset + text if line_offset else text
     try:
         asts = lark.parse(src).children
     except UnexpectedInput as e:

@@ -1,0 +1,1070 @@
+"""The kernel dialect's reference interpreter: a SIMT simulator on numpy, for tiny shapes.
+
+It runs the host function (allocations, views, launches in order) and every launch block by block. Inside a block,
+each warp is a Python generator that executes the kernel's ops in lockstep over its lanes (numpy arrays with one
+row per lane), with a mask for divergent `kernel.if`s and loops; warps are scheduled until they block (at a
+`kernel.barrier` or an `mbarrier_wait`), so producer/consumer kernels run as on the GPU. Barriers, shared memory,
+shuffles, vector accesses, cp.async groups, mbarrier phases with transaction bytes, TMA boxes and mma fragments
+all follow the hardware's rules, and what the simulator can see going wrong is an error located at the op:
+
+- two threads writing one shared (or global) address with no barrier between them, a thread reading or
+  overwriting what another touched since the last barrier, a read of shared memory nothing wrote, a read of an
+  async copy's destination before its wait;
+- a barrier or a shuffle reached by part of a warp, warps waiting at different barriers, a deadlock;
+- out-of-bounds or misaligned vector accesses, reads of never-written global memory, outputs left unwritten.
+
+It follows `irforge.interpreter`'s convention: `run(module, inputs, params, entry=, seed=) -> outputs`, numpy arrays
+in the order of the host function's results (bf16 values held in float32 arrays, as `irforge.scalar_ops` does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from irforge import index_expr as ix
+from irforge.diagnostics import error
+from irforge.ir import Operation
+from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, quantize
+from irforge.types import ScalarType, TensorType
+
+from . import ops as K
+from .fragments import FRAGMENT_LAYOUTS
+from .types import FragType, MbarrierType, SmemType, TensorMapType, element_bytes, element_type
+
+WARP = 32
+_NO_THREAD = -1
+_MANY = -2  # several threads read an address since the last barrier
+
+
+# ---- memory ----------------------------------------------------------------------------------------------------
+class GlobalBuffer:
+    """A device buffer: flat storage plus what the race checks need (who wrote each element, in which launch)."""
+
+    def __init__(self, dtype: ScalarType, numel: int, data: np.ndarray | None = None, name: str = "buffer"):
+        self.dtype = dtype
+        self.name = name
+        if data is None:
+            fill = np.nan if dtype.is_float else 0
+            self.data = np.full(numel, fill, dtype=numpy_dtype(dtype))
+            self.written = np.zeros(numel, dtype=bool)
+        else:
+            self.data = quantize(np.ascontiguousarray(data).reshape(-1), dtype).copy()
+            self.written = np.ones(numel, dtype=bool)
+        self.w_launch = np.full(numel, -1, dtype=np.int64)
+        self.w_thread = np.full(numel, _NO_THREAD, dtype=np.int64)
+        self.w_epoch = np.full(numel, -1, dtype=np.int64)
+
+    @property
+    def numel(self) -> int:
+        return self.data.size
+
+
+class SharedBuffer:
+    """A shared-memory buffer of one block, with per-element race-tracking state for the current barrier epoch."""
+
+    def __init__(self, t: SmemType):
+        self.type = t
+        n = t.numel
+        self.data = np.zeros(n, dtype=numpy_dtype(t.dtype))
+        self.written = np.zeros(n, dtype=bool)
+        self.pending = np.zeros(n, dtype=bool)  # an async copy (cp.async, TMA) is on its way here
+        self.w_thread = np.full(n, _NO_THREAD, dtype=np.int64)
+        self.w_epoch = np.full(n, -1, dtype=np.int64)
+        self.r_thread = np.full(n, _NO_THREAD, dtype=np.int64)
+        self.r_epoch = np.full(n, -1, dtype=np.int64)
+        # Reads of never-written addresses in the current epoch: {address: (op, thread)}. A write by another thread
+        # later in the epoch makes one a race (the barrier between them is missing); at the barrier, the rest are
+        # reads of memory nothing wrote.
+        self.unwritten_reads: dict[int, tuple] = {}
+
+
+@dataclass
+class Mbarrier:
+    initialized: bool = False
+    count: int = 0
+    pending: int = 0  # arrivals still missing in the current phase
+    tx: int = 0  # transaction bytes still missing in the current phase
+    completed: int = 0  # phases completed so far
+    transactions: list = field(default_factory=list)  # in-flight TMA copies that complete on this barrier
+
+
+class MbarrierArray:
+    def __init__(self, t: MbarrierType):
+        self.bars = [Mbarrier() for _ in range(t.count)]
+
+
+@dataclass
+class TensorMapRef:
+    buffer: GlobalBuffer
+    type: TensorMapType
+
+
+class SimulationError(Exception):
+    """Carries a located IRForgeError out of a warp generator."""
+
+
+# ---- the program -----------------------------------------------------------------------------------------------
+def run(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list[np.ndarray]:
+    """Run the host function of a kernel-level module (the `irforge.interpreter` convention: inputs as a list or a
+    dict by name, missing ones random; params by name, missing ones random from their name and the seed)."""
+    from irforge.builtin import ReturnOp
+    from irforge.interpreter import bind_inputs, entry_function, param_value
+
+    host = entry_function(module, entry)
+    env: dict = {}
+    for i, (a, x) in enumerate(zip(host.body.args, bind_inputs(host, inputs, seed))):
+        env[a] = GlobalBuffer(a.type.dtype, a.type.numel, x, name=f"input #{i} (%{a.name_hint or i})")
+    launches = 0
+    for op in host.body.ops:
+        if isinstance(op, K.ParamOp):
+            t, sym = op.result.type, op.attributes["sym"].name
+            env[op.result] = GlobalBuffer(t.dtype, t.numel, param_value(sym, t, params, seed), name=f"param @{sym}")
+        elif isinstance(op, K.AllocOp):
+            env[op.result] = GlobalBuffer(op.result.type.dtype, op.result.type.numel, name="%" + _hint(op.result))
+        elif isinstance(op, K.ViewOp):
+            env[op.result] = env[op.source]
+        elif isinstance(op, K.LaunchOp):
+            launches += 1
+            _launch(op, [env[v] for v in op.args], launches)
+        elif isinstance(op, ReturnOp):
+            outs = []
+            for v in op.values:
+                buf = env[v]
+                if not buf.written.all():
+                    missing = int((~buf.written).sum())
+                    raise error(f"result {buf.name} has {missing} element(s) no kernel wrote", op.loc)
+                outs.append(buf.data.reshape(v.type.shape).copy())
+            return outs
+        else:
+            raise op.error("is not a host op the kernel simulator knows")
+    raise error("the host function has no func.return", host.loc)
+
+
+def _hint(v) -> str:
+    return v.name_hint or "buffer"
+
+
+def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None:
+    kernel = op.callee_op()
+    params = kernel.attributes["function_type"].inputs
+    bound = []
+    for buf, t in zip(buffers, params):
+        bound.append(TensorMapRef(buf, t) if isinstance(t, TensorMapType) else buf)
+    gx, gy, gz = kernel.attributes["grid"]
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                BlockSim(kernel, (bx, by, bz), bound, launch_id).run()
+
+
+# ---- one block -------------------------------------------------------------------------------------------------
+class Warp:
+    def __init__(self, index: int, lanes: np.ndarray):
+        self.index = index
+        self.lanes = lanes  # linear thread ids in the block
+        self.full = np.ones(len(lanes), dtype=bool)
+        self.waiting = None  # None, ("barrier", op) or ("mbarrier", op, bar_state, parity)
+        self.done = False
+        self.open_group: list = []  # cp.async copies not yet committed
+        self.groups: list = []  # committed cp.async groups, oldest first
+
+
+class BlockSim:
+    def __init__(self, kernel: K.KernelFuncOp, block_idx, args, launch_id: int):
+        self.kernel = kernel
+        self.block_idx = block_idx
+        self.grid = kernel.attributes["grid"]
+        self.bdim = kernel.attributes["block"]
+        self.launch_id = launch_id
+        self.nthreads = self.bdim[0] * self.bdim[1] * self.bdim[2]
+        self.block_linear = block_idx[0] + self.grid[0] * (block_idx[1] + self.grid[1] * block_idx[2])
+        self.epoch = 0
+        self.args = dict(zip(kernel.body.args, args))
+        self.shared: dict = {}
+        for op in kernel.body.ops:
+            if isinstance(op, K.SmemOp):
+                t = op.result.type
+                self.shared[op.result] = SharedBuffer(t) if isinstance(t, SmemType) else MbarrierArray(t)
+        self.warps = [
+            Warp(w, np.arange(w * WARP, min((w + 1) * WARP, self.nthreads)))
+            for w in range((self.nthreads + WARP - 1) // WARP)
+        ]
+
+    # ---- scheduling -----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        gens = {w.index: self._warp_program(w) for w in self.warps}
+        live = list(self.warps)
+        self._schedule(gens, live)
+        self._check_unwritten_reads()
+
+    def _schedule(self, gens, live) -> None:
+        while live:
+            progressed = False
+            for w in live:
+                if w.waiting is not None and w.waiting[0] == "mbarrier":
+                    _, _, bar, parity = w.waiting
+                    if not _phase_done(bar, parity):
+                        continue
+                    w.waiting = None
+                if w.waiting is not None:
+                    continue
+                try:
+                    w.waiting = next(gens[w.index])
+                except StopIteration:
+                    w.done = True
+                progressed = True
+            live = [w for w in live if not w.done]
+            at_barrier = [w for w in live if w.waiting is not None and w.waiting[0] == "barrier"]
+            if live and len(at_barrier) == len(live):
+                if len(live) != len(self.warps):
+                    ended = next(w for w in self.warps if w.done)
+                    raise self._error(at_barrier[0].waiting[1], f"warp {ended.index} has finished", at_barrier[0])
+                sites = {id(w.waiting[1]) for w in at_barrier}
+                if len(sites) > 1:
+                    a, b = at_barrier[0], next(w for w in at_barrier if w.waiting[1] is not at_barrier[0].waiting[1])
+                    raise self._error(
+                        b.waiting[1],
+                        f"warp {b.index} waits at this barrier while warp {a.index} waits at another"
+                        " (a barrier in divergent control flow)",
+                        b,
+                    )
+                self._check_unwritten_reads()
+                for w in at_barrier:
+                    w.waiting = None
+                self.epoch += 1
+                progressed = True
+            if not progressed and live:
+                if self._land_transactions():
+                    continue
+                if at_barrier:
+                    blocked = next(w for w in live if w.waiting[0] != "barrier")
+                    w0 = at_barrier[0]
+                    raise self._error(w0.waiting[1], f"deadlock: warp {blocked.index} never reaches this barrier", w0)
+                w = live[0]
+                raise self._error(w.waiting[1], "deadlock: the mbarrier phase this warp waits for never completes", w)
+
+    def _check_unwritten_reads(self) -> None:
+        """At a barrier (or the kernel's end): reads of shared memory nothing wrote in their epoch are errors."""
+        for obj in self.shared.values():
+            if isinstance(obj, SharedBuffer) and obj.unwritten_reads:
+                addr, (op, tid) = next(iter(obj.unwritten_reads.items()))
+                raise op.error(
+                    f"reads shared address {addr}, which nothing has written"
+                    f" [block {tuple(self.block_idx)}, {self._thread_name(tid)}]"
+                )
+
+    def _land_transactions(self) -> bool:
+        """Complete every in-flight TMA copy (they may land at any time); True if there were any."""
+        landed = False
+        for obj in self.shared.values():
+            if isinstance(obj, MbarrierArray):
+                for bar in obj.bars:
+                    while bar.transactions:
+                        _land_tma(bar, bar.transactions.pop(0))
+                        landed = True
+        return landed
+
+    def _warp_program(self, w: Warp):
+        lin = w.lanes
+        bx, by, _ = self.bdim
+        env = {
+            "tid": (lin % bx, (lin // bx) % by, lin // (bx * by)),
+            "lane": lin % WARP,
+            "warp": lin // WARP,
+        }
+        values = dict(self.args)
+        yield from self._exec(self.kernel.body.ops, values, w.full, w, env)
+        if w.open_group or w.groups:
+            w.groups.append(w.open_group)
+            # Copies never waited for still land (the kernel's exit waits for them), unobserved.
+            for g in w.groups:
+                for rec in g:
+                    self._land_cp_async(rec, w)
+
+    # ---- errors ---------------------------------------------------------------------------------------------
+    def _thread_desc(self, w: Warp, lane: int) -> str:
+        lin = int(w.lanes[lane])
+        bx, by, _ = self.bdim
+        return f"thread ({lin % bx}, {(lin // bx) % by}, {lin // (bx * by)})"
+
+    def _error(self, op: Operation, msg: str, w: Warp | None = None, lane: int | None = None):
+        where = f"block {tuple(self.block_idx)}"
+        if w is not None and lane is not None:
+            where += ", " + self._thread_desc(w, lane)
+        elif w is not None:
+            where += f", warp {w.index}"
+        return op.error(f"{msg} [{where}]")
+
+    def _land_cp_async(self, rec, w: Warp) -> None:
+        """A cp.async copy lands: it counts as its thread's write, so other threads need a barrier to read it."""
+        op, dst, a, tids, data = rec
+        _check_shared_write_order(self, op, dst, a, tids)
+        dst.pending[a] = False
+        dst.data[a] = data
+        dst.written[a] = True
+        dst.w_thread[a] = tids
+        dst.w_epoch[a] = self.epoch
+
+    def _thread_name(self, tid: int) -> str:
+        bx, by, _ = self.bdim
+        return f"thread ({tid % bx}, {(tid // bx) % by}, {tid // (bx * by)})"
+
+    # ---- execution ------------------------------------------------------------------------------------------
+    def _exec(self, ops, values, mask, w, env):
+        for op in ops:
+            h = _BLOCKING.get(type(op))
+            if h is not None:
+                yield from h(self, op, values, mask, w, env)
+                continue
+            h = _SIMPLE.get(type(op))
+            if h is None:
+                if isinstance(op, K.ScalarMathOp):
+                    self._scalar(op, values, mask)
+                    continue
+                if isinstance(op, K.ShuffleOp):
+                    self._shuffle(op, values, mask, w)
+                    continue
+                raise self._error(op, "is not supported by the kernel simulator", w)
+            h(self, op, values, mask, w, env)
+
+    def _index(self, op, group, values, mask, w) -> list[np.ndarray]:
+        dims = [values[v] for v in op.index_operands]
+        return [self._eval(e, dims, op, mask, w) for e in op.exprs(group)]
+
+    def _eval(self, e, dims, op, mask, w) -> np.ndarray:
+        n = len(mask)
+        if isinstance(e, ix.Const):
+            return np.full(n, e.value, dtype=np.int64)
+        if isinstance(e, ix.Dim):
+            return np.broadcast_to(np.asarray(dims[e.index], dtype=np.int64), (n,))
+        a = self._eval(e.lhs, dims, op, mask, w)
+        b = self._eval(e.rhs, dims, op, mask, w)
+        if isinstance(e, (ix.FloorDiv, ix.CeilDiv, ix.Mod)):
+            bad = mask & ((a < 0) | (b <= 0))
+            if bad.any():
+                lane = int(np.argmax(bad))
+                raise self._error(
+                    op,
+                    f"index expression '{e.format()}' divides {int(a[lane])} by {int(b[lane])}; index division"
+                    " needs a non-negative dividend and a positive divisor (CUDA truncates, the IR floors)",
+                    w,
+                    lane,
+                )
+            b = np.where(b <= 0, 1, b)
+        with np.errstate(all="ignore"):
+            return np.asarray(_apply_binary(e, a, b), dtype=np.int64)
+
+    # ---- values ---------------------------------------------------------------------------------------------
+    def _scalar(self, op, values, mask):
+        rt = op.result.type
+        rank = len(_per_thread(rt)) + 1
+        args = []
+        for v in op.operands:
+            a = values[v]
+            a = a.reshape(a.shape + (1,) * (rank - a.ndim))  # a scalar broadcasts over a tile's elements
+            args.append(a.astype(compute_dtype(element_type(v.type)), copy=False))
+        with np.errstate(all="ignore"):
+            out = SCALAR_OPS[op.scalar_op].numpy(*args)
+        values[op.result] = quantize(np.broadcast_to(out, (len(mask), *_per_thread(rt))), element_type(rt))
+
+    def _shuffle(self, op, values, mask, w):
+        if not mask.all() or len(mask) != WARP:
+            lane = int(np.argmin(mask)) if not mask.all() else None
+            raise self._error(
+                op,
+                "a shuffle needs all 32 lanes of the warp (it uses the full mask); some are inactive or absent",
+                w,
+                lane,
+            )
+        x = values[op.value]
+        (arg,) = self._index(op, "lane", values, mask, w)
+        width = op.attributes.get("width", WARP)
+        lane = np.arange(WARP)
+        seg = lane // width
+        if op.mode == "xor":
+            src = lane ^ arg
+            src = np.where(src // width > seg, lane, src)
+        elif op.mode == "down":
+            src = np.where(lane % width + arg >= width, lane, lane + arg)
+        elif op.mode == "up":
+            src = np.where(lane % width - arg < 0, lane, lane - arg)
+        else:
+            src = seg * width + arg % width
+        src = np.clip(src, 0, WARP - 1)
+        values[op.result] = x[src]
+
+
+def _apply_binary(e, a, b):
+    if isinstance(e, ix.Add):
+        return a + b
+    if isinstance(e, ix.Sub):
+        return a - b
+    if isinstance(e, ix.Mul):
+        return a * b
+    if isinstance(e, ix.FloorDiv):
+        return a // b
+    if isinstance(e, ix.CeilDiv):
+        return -(-a // b)
+    if isinstance(e, ix.Mod):
+        return a % b
+    if isinstance(e, ix.Min):
+        return np.minimum(a, b)
+    return np.maximum(a, b)
+
+
+def _per_thread(t) -> tuple[int, ...]:
+    if isinstance(t, TensorType):
+        return t.shape
+    if isinstance(t, FragType):
+        return (t.per_lane,)
+    return ()
+
+
+def _full(mask, t, value) -> np.ndarray:
+    et = element_type(t)
+    return quantize(np.full((len(mask), *_per_thread(t)), value), et)
+
+
+# ---- simple ops ------------------------------------------------------------------------------------------------
+def _axis(sim, op, values, mask, w, env):
+    d = K.AXES.index(op.attributes["dim"])
+    n = len(mask)
+    if isinstance(op, K.ThreadIdOp):
+        r = env["tid"][d]
+    elif isinstance(op, K.BlockIdOp):
+        r = np.full(n, sim.block_idx[d])
+    elif isinstance(op, K.BlockDimOp):
+        r = np.full(n, sim.bdim[d])
+    else:
+        r = np.full(n, sim.grid[d])
+    values[op.result] = np.asarray(r, dtype=np.int64)
+
+
+def _lane(sim, op, values, mask, w, env):
+    values[op.result] = np.asarray(env["lane"] if isinstance(op, K.LaneIdOp) else env["warp"], dtype=np.int64)
+
+
+def _index_op(sim, op, values, mask, w, env):
+    (values[op.result],) = sim._index(op, "expr", values, mask, w)
+
+
+def _const(sim, op, values, mask, w, env):
+    values[op.result] = _full(mask, op.result.type, op.attributes["value"])
+
+
+def _cast(sim, op, values, mask, w, env):
+    src, dst = element_type(op.input.type), element_type(op.result.type)
+    x = values[op.input].astype(compute_dtype(src), copy=False)
+    if dst.name == "bool":
+        out = x != 0
+    elif not dst.is_float and src.is_float:
+        with np.errstate(all="ignore"):
+            out = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+    else:
+        out = x
+    with np.errstate(all="ignore"):
+        values[op.result] = quantize(out, dst)
+
+
+def _splat(sim, op, values, mask, w, env):
+    x = values[op.input]
+    shape = _per_thread(op.result.type)
+    values[op.result] = np.broadcast_to(x.reshape(x.shape + (1,) * len(shape)), (len(mask), *shape)).copy()
+
+
+def _extract(sim, op, values, mask, w, env):
+    pos = op.attributes["position"]
+    values[op.result] = values[op.tile][(slice(None), *pos)].copy()
+
+
+def _insert(sim, op, values, mask, w, env):
+    pos = op.attributes["position"]
+    t = values[op.tile].copy()
+    t[(slice(None), *pos)] = values[op.element]
+    values[op.result] = t
+
+
+def _reduce(sim, op, values, mask, w, env):
+    m = MONOIDS[op.attributes["kind"]]
+    et = element_type(op.input.type)
+    x = values[op.input].astype(compute_dtype(et), copy=False)
+    axes = tuple(a + 1 for a in op.attributes["axes"])
+    with np.errstate(all="ignore"):
+        values[op.result] = quantize(m.numpy_reduce(x, axis=axes), et)
+
+
+def _smem(sim, op, values, mask, w, env):
+    values[op.result] = sim.shared[op.result]
+
+
+def _noop(sim, op, values, mask, w, env):
+    return None
+
+
+# ---- memory accesses -------------------------------------------------------------------------------------------
+def _contiguous(t) -> int:
+    return int(np.prod(t.shape)) if isinstance(t, TensorType) else 1
+
+
+def _addresses(sim, op, group, mem, values, mask, w, n: int) -> np.ndarray:
+    """Flat element addresses (lanes x n) of an access of n contiguous elements at `mem[group]`."""
+    idx = sim._index(op, group, values, mask, w)
+    if isinstance(mem, GlobalBuffer):
+        base = idx[0]
+        addrs = base[:, None] + np.arange(n)
+        bad = mask & ((base < 0) | (base + n > mem.numel))
+        if bad.any():
+            lane = int(np.argmax(bad))
+            raise sim._error(
+                op,
+                f"accesses {mem.name} at element {int(base[lane])} (+{n}), outside its {mem.numel} elements",
+                w,
+                lane,
+            )
+        return addrs
+    t = mem.type
+    for d, (i, size) in enumerate(zip(idx, t.shape)):
+        hi = size - n + 1 if d == len(t.shape) - 1 else size
+        bad = mask & ((i < 0) | (i >= hi))
+        if bad.any():
+            lane = int(np.argmax(bad))
+            pos = [int(x[lane]) for x in idx]
+            raise sim._error(op, f"accesses shared memory at {pos} (+{n}), outside {t}", w, lane)
+    lin = sum(i * s for i, s in zip(idx, t.strides))
+    addrs = _swizzle(lin[:, None] + np.arange(n), t.swizzle)
+    if t.swizzle and n > 1:
+        split = mask & (addrs != addrs[:, :1] + np.arange(n)).any(axis=1)
+        if split.any():
+            raise sim._error(op, f"a vector of {n} elements crosses a swizzle unit of {t}", w, int(np.argmax(split)))
+    return addrs
+
+
+def _swizzle(off: np.ndarray, sw) -> np.ndarray:
+    if not sw:
+        return off
+    b, m, s = sw
+    return off ^ (((off >> (m + s)) & ((1 << b) - 1)) << m)
+
+
+def _check_aligned(sim, op, addrs, dtype, n, mask, w) -> None:
+    nbytes = n * element_bytes(dtype)
+    access = min(nbytes, 16)
+    if access <= element_bytes(dtype):
+        return
+    bad = mask & ((addrs[:, 0] * element_bytes(dtype)) % access != 0)
+    if bad.any():
+        lane = int(np.argmax(bad))
+        raise sim._error(
+            op, f"a {access}-byte vector access at element {int(addrs[lane, 0])} is not {access}-byte aligned", w, lane
+        )
+
+
+def _threads(w: Warp, mask, n: int) -> np.ndarray:
+    return np.repeat(w.lanes[mask], n)
+
+
+def _global_tid(sim, tids):
+    return sim.block_linear * sim.nthreads + tids
+
+
+def _read(sim, op, mem, addrs, mask, w) -> np.ndarray:
+    """Values at `addrs` for the active lanes (zeros elsewhere), after the race checks."""
+    n = addrs.shape[1]
+    a = addrs[mask].reshape(-1)
+    tids = _threads(w, mask, n)
+    if isinstance(mem, GlobalBuffer):
+        _check_global_read(sim, op, mem, a, tids, w)
+    else:
+        _check_shared_read(sim, op, mem, a, tids, w)
+    out = np.zeros(addrs.shape, dtype=mem.data.dtype)
+    out[mask] = mem.data[addrs[mask]]
+    return out
+
+
+def _write(sim, op, mem, addrs, vals, mask, w) -> None:
+    n = addrs.shape[1]
+    a = addrs[mask].reshape(-1)
+    tids = _threads(w, mask, n)
+    v = np.asarray(vals)[mask].reshape(-1)
+    if isinstance(mem, GlobalBuffer):
+        _check_global_write(sim, op, mem, a, tids, w)
+        mem.w_launch[a] = sim.launch_id
+        mem.w_thread[a] = _global_tid(sim, tids)
+        mem.w_epoch[a] = sim.epoch
+    else:
+        _check_shared_write(sim, op, mem, a, tids, w)
+        mem.w_thread[a] = tids
+        mem.w_epoch[a] = sim.epoch
+    mem.data[a] = quantize(v, mem.dtype if isinstance(mem, GlobalBuffer) else mem.type.dtype)
+    mem.written[a] = True
+
+
+def _duplicate_writers(a, tids):
+    """(address, thread, other thread) of two different threads writing one address in this step, or None."""
+    if len(a) < 2:
+        return None
+    order = np.lexsort((tids, a))
+    sa, st = a[order], tids[order]
+    clash = (sa[1:] == sa[:-1]) & (st[1:] != st[:-1])
+    if clash.any():
+        k = int(np.argmax(clash))
+        return int(sa[k]), int(st[k]), int(st[k + 1])
+    return None
+
+
+def _check_shared_write(sim, op, mem: SharedBuffer, a, tids, w) -> None:
+    _check_shared_write_order(sim, op, mem, a, tids)
+    dup = _duplicate_writers(a, tids)
+    if dup is not None:
+        addr, t1, t2 = dup
+        raise op.error(
+            f"race: {sim._thread_name(t1)} and {sim._thread_name(t2)} write shared address {addr} in the same step"
+            f" [block {tuple(sim.block_idx)}]"
+        )
+    e = sim.epoch
+    pend = mem.pending[a]
+    if pend.any():
+        k = int(np.argmax(pend))
+        raise op.error(
+            f"writes shared address {int(a[k])} while an async copy into it is in flight"
+            f" [block {tuple(sim.block_idx)}, {sim._thread_name(int(tids[k]))}]"
+        )
+    ww = (mem.w_epoch[a] == e) & (mem.w_thread[a] != tids) & (mem.w_thread[a] >= 0)
+    if ww.any():
+        k = int(np.argmax(ww))
+        raise op.error(
+            f"race: {sim._thread_name(int(tids[k]))} writes shared address {int(a[k])}, which"
+            f" {sim._thread_name(int(mem.w_thread[a[k]]))} wrote since the last barrier (missing kernel.barrier?)"
+            f" [block {tuple(sim.block_idx)}]"
+        )
+    r = mem.r_thread[a]
+    war = (mem.r_epoch[a] == e) & (r != _NO_THREAD) & (r != tids)
+    if war.any():
+        k = int(np.argmax(war))
+        who = "several threads" if r[k] == _MANY else sim._thread_name(int(r[k]))
+        raise op.error(
+            f"race: {sim._thread_name(int(tids[k]))} overwrites shared address {int(a[k])}, which {who} read since"
+            f" the last barrier (missing kernel.barrier?) [block {tuple(sim.block_idx)}]"
+        )
+
+
+def _check_shared_write_order(sim, op, mem: SharedBuffer, a, tids) -> None:
+    """A write that lands after another thread already read the (then unwritten) address in this epoch."""
+    if mem.unwritten_reads:
+        for addr, t in zip(a.tolist(), tids.tolist()):
+            early = mem.unwritten_reads.get(addr)
+            if early is not None and early[1] != t:
+                raise early[0].error(
+                    f"race: {sim._thread_name(early[1])} reads shared address {addr} before {sim._thread_name(t)}"
+                    f" writes it, with no barrier between them (missing kernel.barrier?) [block {tuple(sim.block_idx)}]"
+                )
+
+
+def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
+    e = sim.epoch
+    where = f"block {tuple(sim.block_idx)}"
+    pend = mem.pending[a]
+    if pend.any():
+        k = int(np.argmax(pend))
+        raise op.error(
+            f"reads shared address {int(a[k])} before the async copy into it completed (missing cp_async_wait or"
+            f" mbarrier_wait?) [{where}, {sim._thread_name(int(tids[k]))}]"
+        )
+    for k in np.flatnonzero(~mem.written[a]):
+        mem.unwritten_reads.setdefault(int(a[k]), (op, int(tids[k])))
+    raw = (mem.w_epoch[a] == e) & (mem.w_thread[a] >= 0) & (mem.w_thread[a] != tids)
+    if raw.any():
+        k = int(np.argmax(raw))
+        raise op.error(
+            f"race: {sim._thread_name(int(tids[k]))} reads shared address {int(a[k])}, which"
+            f" {sim._thread_name(int(mem.w_thread[a[k]]))} wrote since the last barrier (missing kernel.barrier?)"
+            f" [{where}]"
+        )
+    # Record readers: one thread, or _MANY once a second thread reads the address in this epoch.
+    fresh = mem.r_epoch[a] != e
+    prev = np.where(fresh, _NO_THREAD, mem.r_thread[a])
+    order = np.lexsort((tids, a))
+    sa, st, sp = a[order], tids[order], prev[order]
+    first = np.ones(len(sa), dtype=bool)
+    first[1:] = sa[1:] != sa[:-1]
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], len(sa))
+    for s, t_end in zip(starts, ends):
+        addr = sa[s]
+        threads = set(st[s:t_end].tolist())
+        p = sp[s]
+        if p not in (_NO_THREAD,):
+            threads.add(int(p))
+        mem.r_thread[addr] = next(iter(threads)) if len(threads) == 1 and _MANY not in threads else _MANY
+        mem.r_epoch[addr] = e
+
+
+def _check_global_write(sim, op, mem: GlobalBuffer, a, tids, w) -> None:
+    g = _global_tid(sim, tids)
+    dup = _duplicate_writers(a, g)
+    if dup is not None:
+        addr, t1, t2 = dup
+        raise op.error(
+            f"race: two threads write element {addr} of {mem.name} in the same step"
+            f" [block {tuple(sim.block_idx)}, {sim._thread_name(t1 % sim.nthreads)}"
+            f" and {sim._thread_name(t2 % sim.nthreads)}]"
+        )
+    same = (mem.w_launch[a] == sim.launch_id) & (mem.w_thread[a] != g) & (mem.w_thread[a] >= 0)
+    if same.any():
+        k = int(np.argmax(same))
+        other = int(mem.w_thread[a[k]])
+        ob, ot = divmod(other, sim.nthreads)
+        raise op.error(
+            f"race: element {int(a[k])} of {mem.name} is written by two threads in one launch (block {ob},"
+            f" {sim._thread_name(ot)} wrote it first) [block {tuple(sim.block_idx)},"
+            f" {sim._thread_name(int(tids[k]))}]"
+        )
+
+
+def _check_global_read(sim, op, mem: GlobalBuffer, a, tids, w) -> None:
+    unwritten = ~mem.written[a]
+    if unwritten.any():
+        k = int(np.argmax(unwritten))
+        raise op.error(
+            f"reads element {int(a[k])} of {mem.name}, which nothing has written"
+            f" [block {tuple(sim.block_idx)}, {sim._thread_name(int(tids[k]))}]"
+        )
+    g = _global_tid(sim, tids)
+    wt = mem.w_thread[a]
+    this = (mem.w_launch[a] == sim.launch_id) & (wt >= 0) & (wt != g)
+    other_block = this & (wt // sim.nthreads != sim.block_linear)
+    same_epoch = this & (mem.w_epoch[a] == sim.epoch)
+    bad = other_block | same_epoch
+    if bad.any():
+        k = int(np.argmax(bad))
+        ob, ot = divmod(int(wt[k]), sim.nthreads)
+        why = (
+            "another block wrote it in this launch"
+            if other_block[k]
+            else "another thread wrote it since the last barrier"
+        )
+        raise op.error(
+            f"race: reads element {int(a[k])} of {mem.name}, but {why} (block {ob}, {sim._thread_name(ot)})"
+            f" [block {tuple(sim.block_idx)}, {sim._thread_name(int(tids[k]))}]"
+        )
+
+
+def _mem_dtype(mem) -> ScalarType:
+    return mem.dtype if isinstance(mem, GlobalBuffer) else mem.type.dtype
+
+
+def _load(sim, op, values, mask, w, env):
+    mem = values[op.mem]
+    n = _contiguous(op.result.type)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
+    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
+    v = _read(sim, op, mem, addrs, mask, w)
+    values[op.result] = v.reshape((len(mask), *_per_thread(op.result.type)))
+
+
+def _store(sim, op, values, mask, w, env):
+    mem = values[op.mem]
+    n = _contiguous(op.value.type)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
+    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
+    _write(sim, op, mem, addrs, values[op.value].reshape(len(mask), n), mask, w)
+
+
+def _atomic(sim, op, values, mask, w, env):
+    mem = values[op.mem]
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, 1)[:, 0]
+    x = values[op.value]
+    dtype = _mem_dtype(mem)
+    for lane in np.flatnonzero(mask):
+        a = int(addrs[lane])
+        if not mem.written[a]:
+            raise sim._error(op, f"atomically updates element {a}, which nothing has written", w, int(lane))
+        cur = mem.data[a : a + 1].astype(compute_dtype(dtype))
+        new = SCALAR_OPS[{"add": "add", "max": "maximum", "min": "minimum"}[op.attributes["kind"]]].numpy(
+            cur, np.asarray([x[lane]]).astype(compute_dtype(dtype))
+        )
+        mem.data[a] = quantize(new, dtype)[0]
+    if isinstance(mem, GlobalBuffer):
+        mem.w_launch[addrs[mask]] = -1  # atomics order themselves; later plain accesses are not checked against them
+
+
+# ---- blocking and structured ops (generators) ------------------------------------------------------------------
+def _for(sim, op, values, mask, w, env):
+    lo, hi = (sim._index(op, g, values, mask, w)[0] for g in ("lower", "upper"))
+    step = op.attributes["step"]
+    iv = lo.copy()
+    carries = [values[v] for v in op.inits]
+    active = mask & (iv < hi)
+    while active.any():
+        inner = dict(values)
+        inner[op.induction_var] = iv
+        for c, x in zip(op.carries, carries):
+            inner[c] = x
+        yield from sim._exec(op.body.ops, inner, active, w, env)
+        y = op.body.ops[-1] if op.body.ops and isinstance(op.body.ops[-1], K.YieldOp) else None
+        if y is not None and y.values:
+            carries = [_select(active, inner[v], old) for v, old in zip(y.values, carries)]
+        iv = iv + step
+        active = active & (iv < hi)
+    for r, x in zip(op.results, carries):
+        values[r] = x
+
+
+def _select(mask, new, old):
+    m = mask.reshape(mask.shape + (1,) * (np.ndim(new) - 1))
+    return np.where(m, new, old)
+
+
+def _if(sim, op, values, mask, w, env):
+    cond = values[op.cond].astype(bool)
+    outs = []
+    for region, m in ((op.regions[0], mask & cond), (op.regions[1], mask & ~cond)):
+        block = region.block
+        if m.any():
+            inner = dict(values)
+            yield from sim._exec(block.ops, inner, m, w, env)
+            y = block.ops[-1] if block.ops and isinstance(block.ops[-1], K.YieldOp) else None
+            outs.append([inner[v] for v in y.values] if y is not None else [])
+        else:
+            outs.append([_full(mask, r.type, 0) for r in op.results])
+    for i, r in enumerate(op.results):
+        values[r] = _select(cond, outs[0][i], outs[1][i])
+
+
+def _barrier(sim, op, values, mask, w, env):
+    if not mask.all():
+        raise sim._error(op, "barrier reached by only part of the warp (a barrier in divergent control flow)", w)
+    yield ("barrier", op)
+
+
+def _cp_async(sim, op, values, mask, w, env):
+    src, dst = values[op.src], values[op.dst]
+    chunk = op.attributes["chunk"]
+    n = chunk.numel
+    sa = _addresses(sim, op, "src_index", src, values, mask, w, n)
+    da = _addresses(sim, op, "dst_index", dst, values, mask, w, n)
+    _check_aligned(sim, op, sa, src.dtype, n, mask, w)
+    _check_aligned(sim, op, da, dst.type.dtype, n, mask, w)
+    data = _read(sim, op, src, sa, mask, w)
+    a = da[mask].reshape(-1)
+    tids = _threads(w, mask, n)
+    _check_shared_write(sim, op, dst, a, tids, w)
+    dst.pending[a] = True
+    w.open_group.append((op, dst, a, tids, data[mask].reshape(-1)))
+
+
+def _cp_async_commit(sim, op, values, mask, w, env):
+    w.groups.append(w.open_group)
+    w.open_group = []
+
+
+def _cp_async_wait(sim, op, values, mask, w, env):
+    keep = op.attributes["pending"]
+    while len(w.groups) > keep:
+        for rec in w.groups.pop(0):
+            sim._land_cp_async(rec, w)
+
+
+def _bar_states(sim, op, values, mask, w, group: str = "index") -> list[tuple[int, Mbarrier]]:
+    arr = values[op.bar]
+    (i,) = sim._index(op, group, values, mask, w)
+    out = []
+    for lane in np.flatnonzero(mask):
+        k = int(i[lane])
+        if not 0 <= k < len(arr.bars):
+            raise sim._error(op, f"mbarrier index {k} is outside the array of {len(arr.bars)}", w, int(lane))
+        out.append((int(lane), arr.bars[k]))
+    return out
+
+
+def _mbarrier_init(sim, op, values, mask, w, env):
+    for _, bar in _bar_states(sim, op, values, mask, w):
+        bar.initialized = True
+        bar.count = bar.pending = op.attributes["count"]
+        bar.tx = bar.completed = 0
+        bar.transactions.clear()
+
+
+def _complete_phase_if_done(bar: Mbarrier) -> None:
+    if bar.pending == 0 and bar.tx == 0:
+        bar.completed += 1
+        bar.pending = bar.count
+
+
+def _mbarrier_arrive(sim, op, values, mask, w, env):
+    tx = op.attributes.get("expect_tx", 0)
+    for lane, bar in _bar_states(sim, op, values, mask, w):
+        if not bar.initialized:
+            raise sim._error(op, "arrives on an mbarrier that was never initialised", w, lane)
+        bar.tx += tx
+        bar.pending -= 1  # arrivals past the count roll into the next phase, as on the hardware
+        _complete_phase_if_done(bar)
+
+
+def _phase_done(bar: Mbarrier, parity: int) -> bool:
+    return bar.completed % 2 != parity
+
+
+def _mbarrier_wait(sim, op, values, mask, w, env):
+    (parity,) = sim._index(op, "parity", values, mask, w)
+    for lane, bar in _bar_states(sim, op, values, mask, w):
+        if not bar.initialized:
+            raise sim._error(op, "waits on an mbarrier that was never initialised", w, lane)
+        p = int(parity[lane]) % 2
+        while bar.transactions and not _phase_done(bar, p):
+            _land_tma(bar, bar.transactions.pop(0))
+        if not _phase_done(bar, p):
+            yield ("mbarrier", op, bar, p)
+
+
+def _tma_load(sim, op, values, mask, w, env):
+    tref, dst = values[op.tmap], values[op.dst]
+    tm = tref.type
+    coords = sim._index(op, "coords", values, mask, w)
+    dst_idx = sim._index(op, "dst_index", values, mask, w)
+    bars = _bar_states(sim, op, values, mask, w, "bar_index")
+    src = tref.buffer.data.reshape(tm.shape)
+    k = len(dst_idx)
+    for lane, bar in bars:
+        if not bar.initialized:
+            raise sim._error(op, "completes on an mbarrier that was never initialised", w, lane)
+        start = [int(c[lane]) for c in coords]
+        # The copy engine fills out-of-bounds elements with zeros.
+        box = np.zeros(tm.box, dtype=src.dtype)
+        sl_src, sl_box = [], []
+        for s, b, size in zip(start, tm.box, tm.shape):
+            lo, hi = max(s, 0), min(s + b, size)
+            sl_src.append(slice(lo, max(lo, hi)))
+            sl_box.append(slice(lo - s, lo - s + max(0, hi - lo)))
+        box[tuple(sl_box)] = src[tuple(sl_src)]
+        pre = [int(d[lane]) for d in dst_idx]
+        for p, size in zip(pre, dst.type.shape[:k]):
+            if not 0 <= p < size:
+                raise sim._error(op, f"destination index {pre} is outside {dst.type}", w, lane)
+        base = sum(p * s for p, s in zip(pre, dst.type.strides[:k]))
+        a = base + np.arange(box.size)
+        if dst.pending[a].any():
+            raise sim._error(op, "copies into shared memory another async copy is still filling", w, lane)
+        dst.pending[a] = True
+        bar.transactions.append((dst, a, box.reshape(-1), tm.box_bytes))
+
+
+def _land_tma(bar: Mbarrier, rec) -> None:
+    dst, a, data, nbytes = rec
+    dst.data[a] = data
+    dst.written[a] = True
+    dst.pending[a] = False
+    dst.w_thread[a] = _NO_THREAD  # written by the copy engine, ordered by the mbarrier: no thread races with it
+    dst.r_epoch[a] = -1
+    bar.tx -= nbytes
+    _complete_phase_if_done(bar)
+
+
+# ---- tensor cores ----------------------------------------------------------------------------------------------
+def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w) -> np.ndarray:
+    """Flat addresses (32 x per_lane) of each lane's fragment elements."""
+    if not mask.all() or len(mask) != WARP:
+        raise sim._error(op, "a fragment access needs all 32 lanes of the warp", w)
+    layout = FRAGMENT_LAYOUTS[(frag.role, frag.shape)]
+    lane = np.arange(WARP)
+    g, t = lane // 4, lane % 4
+    rc = [f(g, t) for f in layout]
+    rows = np.stack([r for r, _ in rc], axis=1)
+    cols = np.stack([c for _, c in rc], axis=1)
+    if "transpose" in op.attributes:
+        rows, cols = cols, rows
+    idx = sim._index(op, "index", values, mask, w)
+    if isinstance(mem, GlobalBuffer):
+        addrs = idx[0][:, None] + rows * op.attributes["stride"] + cols
+        bad = (addrs < 0) | (addrs >= mem.numel)
+        if bad.any():
+            lane_k = int(np.argmax(bad.any(axis=1)))
+            raise sim._error(op, f"fragment element outside {mem.name}'s {mem.numel} elements", w, lane_k)
+        return addrs
+    t_ = mem.type
+    full = [np.broadcast_to(i[:, None], rows.shape) for i in idx]
+    full[-2] = full[-2] + rows
+    full[-1] = full[-1] + cols
+    for i, size in zip(full, t_.shape):
+        if ((i < 0) | (i >= size)).any():
+            raise sim._error(op, f"fragment tile reaches outside {t_}", w)
+    return _swizzle(sum(i * s for i, s in zip(full, t_.strides)), t_.swizzle)
+
+
+def _frag_load(sim, op, values, mask, w, env):
+    mem = values[op.mem]
+    addrs = _frag_addresses(sim, op, mem, op.result.type, values, mask, w)
+    values[op.result] = _read(sim, op, mem, addrs, mask, w)
+
+
+def _frag_store(sim, op, values, mask, w, env):
+    mem = values[op.mem]
+    addrs = _frag_addresses(sim, op, mem, op.frag.type, values, mask, w)
+    _write(sim, op, mem, addrs, values[op.frag], mask, w)
+
+
+def _tile_of(frag: FragType, vals: np.ndarray) -> np.ndarray:
+    lane = np.arange(WARP)
+    g, t = lane // 4, lane % 4
+    tile = np.zeros(frag.shape, dtype=np.float32)
+    for j, f in enumerate(FRAGMENT_LAYOUTS[(frag.role, frag.shape)]):
+        r, c = f(g, t)
+        tile[r, c] = vals[:, j]
+    return tile
+
+
+def _mma(sim, op, values, mask, w, env):
+    if not mask.all() or len(mask) != WARP:
+        raise sim._error(op, "mma needs all 32 lanes of the warp", w)
+    a = _tile_of(op.a.type, values[op.a])
+    b = _tile_of(op.b.type, values[op.b])
+    c = _tile_of(op.c.type, values[op.c])
+    d = (a @ b + c).astype(np.float32)
+    out = np.zeros((WARP, op.result.type.per_lane), dtype=np.float32)
+    lane = np.arange(WARP)
+    g, t = lane // 4, lane % 4
+    for j, f in enumerate(FRAGMENT_LAYOUTS[(op.result.type.role, op.result.type.shape)]):
+        r, cc = f(g, t)
+        out[:, j] = d[r, cc]
+    values[op.result] = out
+
+
+_SIMPLE = {
+    K.ThreadIdOp: _axis,
+    K.BlockIdOp: _axis,
+    K.BlockDimOp: _axis,
+    K.GridDimOp: _axis,
+    K.LaneIdOp: _lane,
+    K.WarpIdOp: _lane,
+    K.IndexOp: _index_op,
+    K.ConstOp: _const,
+    K.CastOp: _cast,
+    K.SplatOp: _splat,
+    K.ExtractOp: _extract,
+    K.InsertOp: _insert,
+    K.ReduceOp: _reduce,
+    K.YieldOp: _noop,
+    K.SmemOp: _smem,
+    K.LoadOp: _load,
+    K.StoreOp: _store,
+    K.AtomicOp: _atomic,
+    K.FenceProxyAsyncOp: _noop,
+    K.FragLoadOp: _frag_load,
+    K.FragStoreOp: _frag_store,
+    K.MmaOp: _mma,
+    K.CpAsyncOp: _cp_async,
+    K.CpAsyncCommitOp: _cp_async_commit,
+    K.CpAsyncWaitOp: _cp_async_wait,
+    K.MbarrierInitOp: _mbarrier_init,
+    K.MbarrierArriveOp: _mbarrier_arrive,
+    K.TmaLoadOp: _tma_load,
+}
+
+_BLOCKING = {
+    K.ForOp: _for,
+    K.IfOp: _if,
+    K.BarrierOp: _barrier,
+    K.MbarrierWaitOp: _mbarrier_wait,
+}

@@ -1,0 +1,187 @@
+"""Types of the kernel dialect: global pointers, tensor maps, shared-memory buffers, mbarriers, mma fragments.
+
+Register tiles need no type of their own: a value of tensor type (`f32[4]`, `f32[2,4]`) at the kernel level is a
+per-thread array of registers, and scalar ops apply to it elementwise (the emitter unrolls them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from irforge.types import DialectType, ScalarType, TensorType
+
+from .fragments import FRAGMENT_LAYOUTS
+
+
+def _scalar(x, what: str) -> ScalarType:
+    if not isinstance(x, ScalarType):
+        raise ValueError(f"{what} must be a scalar type, got {x}")
+    return x
+
+
+def _dims(x, what: str, *, positive: bool = True) -> tuple[int, ...]:
+    if not isinstance(x, tuple) or not x or any(not isinstance(d, int) or isinstance(d, bool) for d in x):
+        raise ValueError(f"{what} must be a non-empty list of integers, got {x}")
+    if positive and any(d <= 0 for d in x):
+        raise ValueError(f"{what} must be positive, got {list(x)}")
+    return x
+
+
+@dataclass(frozen=True, slots=True)
+class PtrType(DialectType):
+    """`!kernel.ptr<f32>`: a kernel parameter pointing at a global-memory buffer of `dtype` elements."""
+
+    name: ClassVar[str] = "kernel.ptr"
+    dtype: ScalarType
+
+    def __post_init__(self):
+        _scalar(self.dtype, "!kernel.ptr's element type")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMapType(DialectType):
+    """`!kernel.tensormap<bf16, [4096, 4096], [64, 64]>`: a TMA descriptor over a row-major global tensor of
+    `shape`, copying boxes of `box` elements (passed to the kernel by value, as a `__grid_constant__`)."""
+
+    name: ClassVar[str] = "kernel.tensormap"
+    dtype: ScalarType
+    shape: tuple
+    box: tuple
+
+    def __post_init__(self):
+        _scalar(self.dtype, "!kernel.tensormap's element type")
+        _dims(self.shape, "!kernel.tensormap's shape")
+        _dims(self.box, "!kernel.tensormap's box")
+        if len(self.shape) != len(self.box) or len(self.shape) > 5:
+            raise ValueError("!kernel.tensormap's shape and box must have the same rank, at most 5")
+        if any(b > 256 for b in self.box):
+            raise ValueError("!kernel.tensormap's box dimensions must be at most 256")
+        # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
+        if (self.box[-1] * element_bytes(self.dtype)) % 16 or (self.shape[-1] * element_bytes(self.dtype)) % 16:
+            raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
+
+    @property
+    def box_bytes(self) -> int:
+        n = 1
+        for b in self.box:
+            n *= b
+        return n * element_bytes(self.dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class SmemType(DialectType):
+    """`!kernel.smem<f32, [2, 64, 65]>`: a shared-memory buffer, row-major; an optional third parameter
+    `[B, M, S]` swizzles it (the element offset `o` is stored at `o ^ (((o >> (M + S)) & (2^B - 1)) << M)`)."""
+
+    name: ClassVar[str] = "kernel.smem"
+    dtype: ScalarType
+    shape: tuple
+    swizzle: tuple = ()
+
+    def __post_init__(self):
+        _scalar(self.dtype, "!kernel.smem's element type")
+        _dims(self.shape, "!kernel.smem's shape")
+        if self.swizzle:
+            _dims(self.swizzle, "!kernel.smem's swizzle", positive=False)
+            if len(self.swizzle) != 3 or any(s < 0 for s in self.swizzle):
+                raise ValueError("!kernel.smem's swizzle must be [B, M, S] with non-negative integers")
+
+    @property
+    def params(self) -> tuple:
+        return (self.dtype, self.shape, self.swizzle) if self.swizzle else (self.dtype, self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * element_bytes(self.dtype)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        out, s = [], 1
+        for d in reversed(self.shape):
+            out.append(s)
+            s *= d
+        return tuple(reversed(out))
+
+
+@dataclass(frozen=True, slots=True)
+class MbarrierType(DialectType):
+    """`!kernel.mbarrier<2>`: an array of `count` mbarriers in shared memory (8 bytes each)."""
+
+    name: ClassVar[str] = "kernel.mbarrier"
+    count: int
+
+    def __post_init__(self):
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count <= 0:
+            raise ValueError(f"!kernel.mbarrier's count must be a positive integer, got {self.count}")
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * self.count
+
+
+@dataclass(frozen=True, slots=True)
+class FragType(DialectType):
+    """`!kernel.frag<"a", bf16, [16, 16]>`: one warp's tensor-core operand tile ("a", "b") or accumulator ("acc"),
+    spread over the 32 lanes in the layout `mma.sync` defines; each lane holds `per_lane` elements."""
+
+    name: ClassVar[str] = "kernel.frag"
+    role: str
+    dtype: ScalarType
+    shape: tuple
+
+    def __post_init__(self):
+        _scalar(self.dtype, "!kernel.frag's element type")
+        _dims(self.shape, "!kernel.frag's shape")
+        if (self.role, self.shape) not in FRAGMENT_LAYOUTS:
+            known = ", ".join(f'"{r}" {list(s)}' for r, s in FRAGMENT_LAYOUTS)
+            raise ValueError(f"no fragment layout for role {self.role!r} and shape {list(self.shape)}; known: {known}")
+
+    @property
+    def per_lane(self) -> int:
+        return len(FRAGMENT_LAYOUTS[(self.role, self.shape)])
+
+    def with_dtype(self, dtype: ScalarType) -> FragType:
+        return FragType(self.role, dtype, self.shape)
+
+
+TYPES = (PtrType, TensorMapType, SmemType, MbarrierType, FragType)
+
+_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+
+
+def element_bytes(t: ScalarType) -> int:
+    """Bytes one element of `t` takes in memory (`index` is stored as a 64-bit integer)."""
+    return _BYTES.get(t.name, 8)
+
+
+def element_type(t):
+    """The scalar element type of a scalar, register tile or fragment."""
+    if isinstance(t, (TensorType, FragType)):
+        return t.dtype
+    return t
+
+
+def with_element_type(t, dtype: ScalarType):
+    """`t` with its element type replaced (scalar, register tile or fragment)."""
+    if isinstance(t, TensorType):
+        return t.with_dtype(dtype)
+    if isinstance(t, FragType):
+        return t.with_dtype(dtype)
+    return dtype
+
+
+def per_thread_shape(t) -> tuple[int, ...]:
+    """The shape of what one thread holds: () for a scalar, the tile's shape, or (per_lane,) for a fragment."""
+    if isinstance(t, TensorType):
+        return t.shape
+    if isinstance(t, FragType):
+        return (t.per_lane,)
+    return ()

@@ -1,0 +1,1 @@
+"""Passes that lower the kernel dialect to the cuda dialect."""

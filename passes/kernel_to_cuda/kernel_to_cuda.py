@@ -1,0 +1,668 @@
+"""kernel -> cuda: the one CUDA emitter, for every kernel kind.
+
+Each `kernel.func` becomes a `cuda.kernel` holding readable CUDA C++: one statement per kernel op, SSA names kept,
+register tiles and fragments as small arrays filled by `#pragma unroll` loops (unrolled here, in the text, never in
+the IR), comments naming the torch ops the statements came from (from the ops' locations). f16/bf16 values are
+stored as `__half`/`__nv_bfloat16` and computed in float, rounding once per op as the simulator does. The host
+`func.func` becomes a `cuda.program`: its arguments become `cuda.input`s; params, allocations, views and launches
+carry over in order.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from irforge.dialects.cuda import ops as C
+from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
+from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel.fragments import FRAGMENT_LAYOUTS
+from irforge.dialects.kernel.types import (
+    FragType,
+    MbarrierType,
+    PtrType,
+    SmemType,
+    TensorMapType,
+    element_bytes,
+    element_type,
+)
+
+from irforge import index_expr as ix
+from irforge.builtin import FuncOp, ReturnOp
+from irforge.ir import Block, Operation, Region, Value
+from irforge.location import FusedLoc, Location, NameLoc
+from irforge.pass_manager import Pass
+from irforge.scalar_ops import SCALAR_OPS
+from irforge.types import ScalarType, TensorType
+
+STATIC_SMEM_LIMIT = 48 * 1024
+_MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
+_SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
+_RESERVED = set(
+    """alignas alignof and asm auto bool break case catch char class const constexpr continue default delete do double
+    else enum explicit extern false float for friend goto if inline int long mutable namespace new not operator or
+    private protected public register return short signed sizeof static struct switch template this throw true try
+    typedef typename union unsigned using virtual void volatile while xor threadIdx blockIdx blockDim gridDim warpSize
+    min max abs exp log sqrt pow sin cos tan half float2 float4 uint2 uint4 main""".split()
+)
+
+
+class KernelToCuda(Pass):
+    """Emit CUDA C++ for every kernel.func and turn the host function into a cuda.program."""
+
+    name = "kernel-to-cuda"
+    input_level = "kernel"
+    output_level = "cuda"
+
+    def run(self, op: Operation) -> None:
+        body = op.body
+        for inner in list(body.ops):
+            if isinstance(inner, FuncOp) and any(isinstance(o, K.HostOp) for o in inner.body.ops):
+                body.insert_before(inner, _program(inner))
+                inner.erase()
+        for inner in list(body.ops):
+            if isinstance(inner, K.KernelFuncOp):
+                body.insert_before(inner, emit_kernel(inner))
+                inner.erase()
+
+
+# ---- the host program ------------------------------------------------------------------------------------------
+def _program(func: FuncOp) -> C.ProgramOp:
+    block = Block()
+    vmap: dict[Value, Value] = {}
+    for i, a in enumerate(func.body.args):
+        op = block.append(C.InputOp((), [a.type], {"position": i}, loc=func.loc, result_hints=[a.name_hint]))
+        vmap[a] = op.result
+    for op in func.body.ops:
+        if isinstance(op, K.ParamOp):
+            new = C.ParamOp(
+                (), [op.result.type], {"sym": op.attributes["sym"]}, loc=op.loc, result_hints=[op.result.name_hint]
+            )
+        elif isinstance(op, K.AllocOp):
+            new = C.AllocOp((), [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
+        elif isinstance(op, K.ViewOp):
+            new = C.ViewOp([vmap[op.source]], [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
+        elif isinstance(op, K.LaunchOp):
+            new = C.LaunchOp([vmap[v] for v in op.args], (), {"callee": op.attributes["callee"]}, loc=op.loc)
+        elif isinstance(op, ReturnOp):
+            new = C.OutputOp([vmap[v] for v in op.values], (), loc=op.loc)
+        else:
+            raise op.error("cannot be part of a cuda.program (only kernel.param, alloc, view and launch can)")
+        block.append(new)
+        for old, r in zip(op.results, new.results):
+            vmap[old] = r
+    return C.ProgramOp((), (), {"sym_name": func.attributes["sym_name"]}, [Region([block])], loc=func.loc)
+
+
+# ---- kernels ---------------------------------------------------------------------------------------------------
+def emit_kernel(kernel: K.KernelFuncOp) -> C.CudaKernelOp:
+    """The cuda.kernel for a kernel.func: its source, parameter types, launch configuration."""
+    e = _Emitter(kernel)
+    source = e.emit()
+    a = kernel.attributes
+    attrs = {
+        "sym_name": a["sym_name"],
+        "params": a["function_type"].inputs,
+        "grid": a["grid"],
+        "block": a["block"],
+        "smem": e.dynamic_smem,
+        "source": source,
+    }
+    return C.CudaKernelOp((), (), attrs, loc=kernel.loc)
+
+
+def origin(loc: Location) -> str | None:
+    """The torch-level origin of an op, from its location: named origins ("aten.mul"), with their source line."""
+    if isinstance(loc, NameLoc):
+        flc = loc.child.file_line_col()
+        return loc.name + (f" ({flc.file}:{flc.line})" if flc is not None else "")
+    if isinstance(loc, FusedLoc):
+        parts = [o for o in (origin(x) for x in loc.locs) if o]
+        return ", ".join(dict.fromkeys(parts)) or None
+    return None
+
+
+def c_type(t: ScalarType, index_t: str) -> str:
+    return index_t if t.name == "index" else C_TYPES[t.name]
+
+
+def _literal(v, t: ScalarType, index_t: str) -> str:
+    name = t.name
+    if name == "bool":
+        return "true" if v else "false"
+    if not t.is_float:
+        return f"{int(v)}LL" if name == "i64" or (name == "index" and index_t == "long long") else str(int(v))
+    f = float(v)
+    if name == "f64":
+        if np.isnan(f) or np.isinf(f):
+            bits = np.array([f]).view(np.uint64)[0]
+            return f"__longlong_as_double(0x{int(bits):016x}LL)"
+        return repr(f)
+    if np.isnan(f) or np.isinf(f):
+        bits = np.array([f], dtype=np.float32).view(np.uint32)[0]
+        lit = f"__int_as_float(0x{int(bits):08x})"
+    else:
+        text = str(np.float32(f))
+        lit = (text if any(c in text for c in ".en") else text + ".0") + "f"
+    return lit if name == "f32" else f"{HALF_TYPES[C_TYPES[name]][1]}({lit})"
+
+
+def c_index(e: ix.IndexExpr, leaf) -> str:
+    """An index expression in C (operands are non-negative, so `/` and `%` agree with floordiv and mod)."""
+    if isinstance(e, ix.Const):
+        return str(e.value) if e.value >= 0 else f"({e.value})"
+    if isinstance(e, ix.Dim):
+        return leaf(e.index)
+    lhs, rhs = c_index(e.lhs, leaf), c_index(e.rhs, leaf)
+    if isinstance(e, ix.Min):
+        return f"min({lhs}, {rhs})"
+    if isinstance(e, ix.Max):
+        return f"max({lhs}, {rhs})"
+    if isinstance(e, ix.CeilDiv):
+        return f"(({lhs} + {rhs} - 1) / {rhs})"
+    if e.lhs.prec < e.prec and not isinstance(e.lhs, ix.CeilDiv):
+        lhs = f"({lhs})"
+    if e.rhs.prec <= e.prec and not isinstance(e.rhs, (ix.Min, ix.Max, ix.CeilDiv)):
+        rhs = f"({rhs})"
+    sym = {ix.Add: "+", ix.Sub: "-", ix.Mul: "*", ix.FloorDiv: "/", ix.Mod: "%"}[type(e)]
+    return f"{lhs} {sym} {rhs}"
+
+
+def _numel(t) -> int:
+    if isinstance(t, TensorType):
+        return t.numel
+    if isinstance(t, FragType):
+        return t.per_lane
+    return 1
+
+
+def _is_array(t) -> bool:
+    return isinstance(t, (TensorType, FragType))
+
+
+class _Emitter:
+    def __init__(self, kernel: K.KernelFuncOp):
+        self.k = kernel
+        self.index_t = "long long" if kernel.attributes.get("index_bits", 32) == 64 else "int"
+        self.lines: list[str] = []
+        self.depth = 1
+        self.names: dict[Value, str] = {}
+        self.used = set(_RESERVED)
+        self.last_origin: str | None = None
+        self.dynamic_smem = 0
+        self.written = K._written_params(kernel)
+        bx, by, _ = kernel.attributes["block"]
+        x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
+        self.linear_tid = x if kernel.attributes["block"][1:] == (1, 1) else f"({x} + {y} * {bx} + {z} * {bx * by})"
+
+    # ---- names and text ---------------------------------------------------------------------------------------
+    def name(self, v: Value) -> str:
+        n = self.names.get(v)
+        if n is None:
+            base = re.sub(r"[^A-Za-z0-9_]", "_", v.name_hint or "") or "v"
+            if base[0].isdigit() or base.startswith("irf_"):
+                base = "v" + base
+            n, k = base, 0
+            while n in self.used:
+                k += 1
+                n = f"{base}_{k}"
+            self.used.add(n)
+            self.names[v] = n
+        return n
+
+    def line(self, text: str = "") -> None:
+        self.lines.append("  " * self.depth + text if text else "")
+
+    def ctype(self, t) -> str:
+        return c_type(element_type(t), self.index_t)
+
+    def elem(self, v: Value, i: str) -> str:
+        """Element `i` of a tile or fragment value, or the value itself for a scalar (it broadcasts)."""
+        return f"{self.name(v)}[{i}]" if _is_array(v.type) else self.name(v)
+
+    def declare(self, v: Value, expr_of) -> None:
+        """Declare `v`: `const T v = expr;` for a scalar, or an array filled elementwise by an unrolled loop."""
+        t = v.type
+        if not _is_array(t):
+            self.line(f"const {self.ctype(t)} {self.name(v)} = {expr_of('')};")
+            return
+        n = _numel(t)
+        self.line(f"{self.ctype(t)} {self.name(v)}[{n}];")
+        self.unrolled(n, f"{self.name(v)}[irf_e] = {expr_of('irf_e')};")
+
+    def unrolled(self, n: int, stmt: str, start: int = 0) -> None:
+        self.line("#pragma unroll")
+        self.line(f"for (int irf_e = {start}; irf_e < {n}; ++irf_e) {stmt}")
+
+    def assign(self, dst: str, v: Value) -> None:
+        """`dst = v` for a scalar, elementwise for arrays."""
+        if _is_array(v.type):
+            self.unrolled(_numel(v.type), f"{dst}[irf_e] = {self.name(v)}[irf_e];")
+        else:
+            self.line(f"{dst} = {self.name(v)};")
+
+    def index(self, op, group: str, extra=None) -> list[str]:
+        vals = op.index_operands
+        names = [self.name(v) for v in vals]
+        return [c_index(e, lambda i: names[i] if i < len(names) else extra[i - len(names)]) for e in op.exprs(group)]
+
+    # ---- the kernel -------------------------------------------------------------------------------------------
+    def emit(self) -> str:
+        k = self.k
+        a = k.attributes
+        name = self.kernel_name()
+        params = [self.param(arg) for arg in k.body.args]
+        self.smem_declarations()
+        if any(isinstance(op, (K.FragLoadOp, K.FragStoreOp)) for op in k.walk()):
+            self.line(f"const int irf_lane = {self.linear_tid} & 31;")
+            self.line("const int irf_g = irf_lane >> 2, irf_t = irf_lane & 3;  // mma fragment layout coordinates")
+        self.ops(k.body.ops)
+        origins = list(dict.fromkeys(o for o in (origin(op.loc) for op in k.walk()) if o))
+        dims = lambda d: ", ".join(map(str, d))
+        head = [
+            f"// {name}: grid ({dims(a['grid'])}), block ({dims(a['block'])}), "
+            f"{self.dynamic_smem} bytes of dynamic shared memory",
+        ]
+        if origins:
+            head.append("// from: " + "; ".join(origins))
+        head += [
+            f'#include "{PRELUDE_NAME}"',
+            "",
+            f'extern "C" __global__ void __launch_bounds__({k.threads}) {name}(',
+        ]
+        head += [f"    {p}{',' if i < len(params) - 1 else ') {'}" for i, p in enumerate(params)]
+        if not params:
+            head[-1] += ") {"
+        return "\n".join([*head, *self.lines, "}"]) + "\n"
+
+    def kernel_name(self) -> str:
+        raw = self.k.attributes["sym_name"]
+        n = re.sub(r"[^A-Za-z0-9_]", "_", raw)
+        return n if n and not n[0].isdigit() else "k_" + n
+
+    def param(self, arg: Value) -> str:
+        t = arg.type
+        n = self.name(arg)
+        if isinstance(t, PtrType):
+            const = "" if arg.index in self.written else "const "
+            return f"{const}{self.ctype(t.dtype)}* __restrict__ {n}"
+        if isinstance(t, TensorMapType):
+            return f"const __grid_constant__ irf_tensormap {n}"
+        return f"const {self.ctype(t)} {n}"
+
+    def smem_declarations(self) -> None:
+        static, offset = 0, 0
+        for op in self.k.body.ops:
+            if not isinstance(op, K.SmemOp):
+                continue
+            t, n = op.result.type, self.name(op.result)
+            if isinstance(t, MbarrierType):
+                ct, count, nbytes = "unsigned long long", t.count, t.nbytes
+            else:
+                ct, count, nbytes = self.ctype(t.dtype), t.numel, t.nbytes
+            what = f"mbarrier[{t.count}]" if isinstance(t, MbarrierType) else f"{t.dtype}{list(t.shape)}"
+            if "dynamic" in op.attributes:
+                if offset == 0:
+                    self.line("extern __shared__ __align__(1024) unsigned char irf_dynamic_smem[];")
+                self.line(f"{ct}* const {n} = reinterpret_cast<{ct}*>(irf_dynamic_smem + {offset});  // {what}")
+                offset += -(-nbytes // 128) * 128
+            else:
+                self.line(f"__shared__ __align__(128) {ct} {n}[{count}];  // {what}")
+                static += nbytes
+        if static > STATIC_SMEM_LIMIT:
+            raise self.k.error(
+                f"declares {static} bytes of static shared memory, over the {STATIC_SMEM_LIMIT}-byte limit;"
+                " mark the largest buffers `dynamic`"
+            )
+        self.dynamic_smem = offset
+
+    def ops(self, ops) -> None:
+        for op in ops:
+            o = origin(op.loc)
+            if o is not None and o != self.last_origin:
+                self.line(f"// {o}")
+                self.last_origin = o
+            method = getattr(self, "op_" + op.name.split(".", 1)[1], None)
+            if method is None:
+                if isinstance(op, K.ScalarMathOp):
+                    self.scalar(op)
+                    continue
+                if isinstance(op, K.ShuffleOp):
+                    self.shuffle(op)
+                    continue
+                raise op.error("has no CUDA emission")
+            method(op)
+
+    def region_body(self, block: Block, on_yield) -> None:
+        """Emit a region's ops inside braces; `on_yield(yield_op)` emits what the terminator means."""
+        self.depth += 1
+        ops = block.ops
+        y = ops[-1] if ops and isinstance(ops[-1], K.YieldOp) else None
+        self.ops(ops[:-1] if y else ops)
+        if y is not None:
+            on_yield(y)
+        self.depth -= 1
+
+    # ---- geometry ---------------------------------------------------------------------------------------------
+    def op_thread_id(self, op):
+        self.line(f"const {self.index_t} {self.name(op.result)} = threadIdx.{op.attributes['dim']};")
+
+    def op_block_id(self, op):
+        self.line(f"const {self.index_t} {self.name(op.result)} = blockIdx.{op.attributes['dim']};")
+
+    def op_block_dim(self, op):
+        d = K.AXES.index(op.attributes["dim"])
+        self.line(f"const {self.index_t} {self.name(op.result)} = {self.k.attributes['block'][d]};")
+
+    def op_grid_dim(self, op):
+        d = K.AXES.index(op.attributes["dim"])
+        self.line(f"const {self.index_t} {self.name(op.result)} = {self.k.attributes['grid'][d]};")
+
+    def op_lane_id(self, op):
+        self.line(f"const {self.index_t} {self.name(op.result)} = {self.linear_tid} & 31;")
+
+    def op_warp_id(self, op):
+        self.line(f"const {self.index_t} {self.name(op.result)} = {self.linear_tid} >> 5;")
+
+    def op_index(self, op):
+        (e,) = self.index(op, "expr")
+        self.line(f"const {self.index_t} {self.name(op.result)} = {e};")
+
+    # ---- values -----------------------------------------------------------------------------------------------
+    def op_const(self, op):
+        lit = _literal(op.attributes["value"], element_type(op.result.type), self.index_t)
+        self.declare(op.result, lambda i: lit)
+
+    def scalar(self, op):
+        name = op.scalar_op
+        o = SCALAR_OPS[name]
+        types = [element_type(v.type) for v in op.operands]
+        half = any(t.name in ("f16", "bf16") for t in types)
+        rt = element_type(op.result.type)
+
+        def expr(i):
+            args = [self.elem(v, i) for v in op.operands]
+            if name == "select":
+                return f"({args[0]} ? {args[1]} : {args[2]})"
+            if not o.infix:
+                return f"irf_{name}({', '.join(args)})"
+            if half:  # f32 math, one rounding (the prelude's irf_ functions do the same for halves)
+                args = [f"irf_f32({a})" for a in args]
+                e = f"({args[0]} {o.cuda} {args[1]})"
+                return f"{HALF_TYPES[C_TYPES[rt.name]][1]}({e})" if rt.name in ("f16", "bf16") else e
+            return f"({args[0]} {o.cuda} {args[1]})"
+
+        self.declare(op.result, expr)
+
+    def op_cast(self, op):
+        src, dst = element_type(op.input.type), element_type(op.result.type)
+        self.declare(op.result, lambda i: self.convert(self.elem(op.input, i), src, dst))
+
+    def convert(self, x: str, src: ScalarType, dst: ScalarType) -> str:
+        return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
+
+    def op_splat(self, op):
+        self.declare(op.result, lambda i: self.name(op.input))
+
+    def op_extract(self, op):
+        t = op.tile.type
+        shape = t.shape if isinstance(t, TensorType) else (t.per_lane,)
+        flat = int(np.ravel_multi_index(op.attributes["position"], shape))
+        self.line(f"const {self.ctype(op.result.type)} {self.name(op.result)} = {self.name(op.tile)}[{flat}];")
+
+    def op_insert(self, op):
+        t = op.tile.type
+        shape = t.shape if isinstance(t, TensorType) else (t.per_lane,)
+        flat = int(np.ravel_multi_index(op.attributes["position"], shape))
+        self.declare(op.result, lambda i: self.elem(op.tile, i))
+        self.line(f"{self.name(op.result)}[{flat}] = {self.name(op.element)};")
+
+    def op_reduce(self, op):
+        t = op.input.type
+        et = t.dtype
+        half = et.name in ("f16", "bf16")
+        acc_t = "float" if half else self.ctype(et)
+        comb = _MONOID_C[op.attributes["kind"]]
+        src = self.name(op.input)
+        get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
+        axes = tuple(op.attributes["axes"])
+        kept = [i for i in range(t.rank) if i not in axes]
+        out_shape = [t.shape[i] for i in kept]
+        groups = {}
+        for flat, pos in enumerate(np.ndindex(*t.shape)):
+            key = tuple(pos[i] for i in kept)
+            groups.setdefault(key, []).append(flat)
+        res = self.name(op.result)
+        to = (lambda x: f"{HALF_TYPES[C_TYPES[et.name]][1]}({x})") if half else (lambda x: x)
+        if not out_shape:  # a whole tile to one value: an unrolled loop over its elements
+            self.line(f"{acc_t} {res}_acc = {get(0)};")
+            self.unrolled(t.numel, f"{res}_acc = {comb.format(a=f'{res}_acc', b=get('irf_e'))};", start=1)
+            self.line(f"const {self.ctype(et)} {res} = {to(f'{res}_acc')};")
+            return
+        self.line(f"{self.ctype(et)} {res}[{int(np.prod(out_shape))}];")
+        for o_flat, (_, members) in enumerate(groups.items()):
+            e = get(members[0])
+            for m in members[1:]:
+                e = comb.format(a=e, b=get(m))
+            self.line(f"{res}[{o_flat}] = {to(e)};")
+
+    # ---- control flow -----------------------------------------------------------------------------------------
+    def op_for(self, op):
+        lo, hi = self.index(op, "lower")[0], self.index(op, "upper")[0]
+        step = op.attributes["step"]
+        for c, init in zip(op.carries, op.inits):
+            n = self.name(c)
+            if _is_array(c.type):
+                self.line(f"{self.ctype(c.type)} {n}[{_numel(c.type)}];")
+                self.assign(n, init)
+            else:
+                self.line(f"{self.ctype(c.type)} {n} = {self.name(init)};")
+        unroll = op.attributes.get("unroll")
+        if unroll is not None:
+            self.line("#pragma unroll" if unroll == 0 else f"#pragma unroll {unroll}")
+        iv = self.name(op.induction_var)
+        inc = f"++{iv}" if step == 1 else f"{iv} += {step}"
+        self.line(f"for ({self.index_t} {iv} = {lo}; {iv} < {hi}; {inc}) {{")
+
+        def on_yield(y):
+            carries = list(op.carries)
+            swaps = any(v in carries and carries.index(v) != i for i, v in enumerate(y.values))
+            if not swaps:
+                for c, v in zip(carries, y.values):
+                    if v is not c:
+                        self.assign(self.name(c), v)
+                return
+            temps = []
+            for i, v in enumerate(y.values):  # a carry yields another: go through temporaries
+                tmp = f"irf_next{i}"
+                if _is_array(v.type):
+                    self.line(f"{self.ctype(v.type)} {tmp}[{_numel(v.type)}];")
+                    self.unrolled(_numel(v.type), f"{tmp}[irf_e] = {self.name(v)}[irf_e];")
+                else:
+                    self.line(f"const {self.ctype(v.type)} {tmp} = {self.name(v)};")
+                temps.append(tmp)
+            for c, tmp in zip(carries, temps):
+                if _is_array(c.type):
+                    self.unrolled(_numel(c.type), f"{self.name(c)}[irf_e] = {tmp}[irf_e];")
+                else:
+                    self.line(f"{self.name(c)} = {tmp};")
+
+        self.region_body(op.body, on_yield)
+        self.line("}")
+        for r, c in zip(op.results, op.carries):
+            if _is_array(r.type):
+                self.line(f"const {self.ctype(r.type)} (&{self.name(r)})[{_numel(r.type)}] = {self.name(c)};")
+            else:
+                self.line(f"const {self.ctype(r.type)} {self.name(r)} = {self.name(c)};")
+
+    def op_if(self, op):
+        for r in op.results:
+            dims = f"[{_numel(r.type)}]" if _is_array(r.type) else ""
+            self.line(f"{self.ctype(r.type)} {self.name(r)}{dims};")
+
+        def on_yield(y):
+            for r, v in zip(op.results, y.values):
+                self.assign(self.name(r), v)
+
+        self.line(f"if ({self.name(op.cond)}) {{")
+        self.region_body(op.regions[0].block, on_yield)
+        if op.regions[1].block.ops:
+            self.line("} else {")
+            self.region_body(op.regions[1].block, on_yield)
+        self.line("}")
+
+    def op_yield(self, op):
+        raise op.error("must end a kernel.for or kernel.if region")
+
+    # ---- memory -----------------------------------------------------------------------------------------------
+    def op_smem(self, op):
+        pass  # declared at the top of the kernel
+
+    def address(self, op, group: str, mem: Value) -> str:
+        """`&mem[...]`-style pointer expression for an access at `mem[group]`."""
+        idx = self.index(op, group)
+        t = mem.type
+        if isinstance(t, PtrType):
+            return f"{self.name(mem)} + {idx[0]}" if idx[0] != "0" else self.name(mem)
+        off = self.smem_offset(op.exprs(group), op.index_operands, t)
+        return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
+
+    def smem_offset(self, exprs, operands, t: SmemType, extra=None) -> str:
+        lin = ix.Const(0)
+        for e, s in zip(exprs, t.strides):
+            lin = lin + e * s
+        names = [self.name(v) for v in operands]
+        text = c_index(lin, lambda i: names[i] if i < len(names) else extra[i - len(names)])
+        if t.swizzle:
+            b, m, s = t.swizzle
+            return f"irf_swizzle<{b}, {m}, {s}>({text})"
+        return text
+
+    def op_load(self, op):
+        ptr = self.address(op, "index", op.mem)
+        r, t = op.result, op.result.type
+        if _is_array(t):
+            self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
+            self.line(f"irf_load({self.name(r)}, {ptr});")
+        else:
+            self.line(f"const {self.ctype(t)} {self.name(r)} = *({ptr});")
+
+    def op_store(self, op):
+        ptr = self.address(op, "index", op.mem)
+        if _is_array(op.value.type):
+            self.line(f"irf_store({ptr}, {self.name(op.value)});")
+        else:
+            self.line(f"*({ptr}) = {self.name(op.value)};")
+
+    def op_atomic(self, op):
+        ptr = self.address(op, "index", op.mem)
+        self.line(f"irf_atomic_{op.attributes['kind']}({ptr}, {self.name(op.value)});")
+
+    def op_barrier(self, op):
+        self.line("__syncthreads();")
+
+    def op_fence_proxy_async(self, op):
+        self.line("irf_fence_proxy_async();")
+
+    def shuffle(self, op):
+        (lane,) = self.index(op, "lane")
+        width = op.attributes.get("width", 32)
+        fn = _SHFL[op.mode]
+        et = element_type(op.value.type)
+
+        def expr(i):
+            v = self.elem(op.value, i)
+            if et.name == "bool":  # no bool overload: shuffle it as an int
+                return f"({fn}(0xffffffffu, (int){v}, {lane}, {width}) != 0)"
+            return f"{fn}(0xffffffffu, {v}, {lane}, {width})"
+
+        self.declare(op.result, expr)
+
+    # ---- asynchronous copies, mbarriers, TMA ------------------------------------------------------------------
+    def op_cp_async(self, op):
+        chunk = op.attributes["chunk"]
+        nbytes = chunk.numel * element_bytes(chunk.dtype)
+        dst = self.address(op, "dst_index", op.dst)
+        src = self.address(op, "src_index", op.src)
+        self.line(f"irf_cp_async<{nbytes}>({dst}, {src});")
+
+    def op_cp_async_commit(self, op):
+        self.line("irf_cp_async_commit();")
+
+    def op_cp_async_wait(self, op):
+        self.line(f"irf_cp_async_wait<{op.attributes['pending']}>();")
+
+    def bar(self, op, group: str = "index") -> str:
+        (i,) = self.index(op, group)
+        return f"{self.name(op.bar)} + {i}" if i != "0" else self.name(op.bar)
+
+    def op_mbarrier_init(self, op):
+        self.line(f"irf_mbarrier_init({self.bar(op)}, {op.attributes['count']});")
+
+    def op_mbarrier_arrive(self, op):
+        if "expect_tx" in op.attributes:
+            self.line(f"irf_mbarrier_arrive_expect_tx({self.bar(op)}, {op.attributes['expect_tx']});")
+        else:
+            self.line(f"irf_mbarrier_arrive({self.bar(op)});")
+
+    def op_mbarrier_wait(self, op):
+        (parity,) = self.index(op, "parity")
+        self.line(f"irf_mbarrier_wait({self.bar(op)}, (unsigned)({parity}) & 1u);")
+
+    def op_tma_load(self, op):
+        coords = self.index(op, "coords")
+        k = len(op.exprs("dst_index"))
+        t = op.dst.type
+        if k:
+            off = self.smem_offset(op.exprs("dst_index"), op.index_operands, t)  # the leading dimensions' strides
+            dst = f"{self.name(op.dst)} + {off}" if off != "0" else self.name(op.dst)
+        else:
+            dst = self.name(op.dst)
+        inner_first = ", ".join(f"(int)({c})" for c in reversed(coords))
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int irf_coords[{len(coords)}] = {{{inner_first}}};  // innermost first")
+        self.line(f"irf_tma_load({dst}, &{self.name(op.tmap)}, {self.bar(op, 'bar_index')}, irf_coords);")
+        self.depth -= 1
+        self.line("}")
+
+    # ---- tensor cores -----------------------------------------------------------------------------------------
+    def frag_elements(self, op, frag: FragType, mem: Value) -> list[str]:
+        """Pointer expression of each of this lane's fragment elements."""
+        layout = FRAGMENT_LAYOUTS[(frag.role, frag.shape)]
+        vals = op.index_operands
+        n = len(vals)
+        g, t_ = ix.Dim(n), ix.Dim(n + 1)
+        extra = ["irf_g", "irf_t"]
+        out = []
+        for f in layout:
+            row, col = f(g, t_)
+            if "transpose" in op.attributes:
+                row, col = col, row
+            exprs = list(op.exprs("index"))
+            if isinstance(mem.type, PtrType):
+                e = exprs[0] + row * op.attributes["stride"] + col
+                names = [self.name(v) for v in vals]
+                text = c_index(e, lambda i: names[i] if i < n else extra[i - n])
+            else:
+                exprs[-2] = exprs[-2] + row
+                exprs[-1] = exprs[-1] + col
+                text = self.smem_offset(exprs, vals, mem.type, extra)
+            out.append(f"{self.name(mem)}[{text}]")
+        return out
+
+    def op_frag_load(self, op):
+        r, t = op.result, op.result.type
+        self.line(f'{self.ctype(t)} {self.name(r)}[{t.per_lane}];  // this lane\'s share of the "{t.role}" fragment')
+        for j, src in enumerate(self.frag_elements(op, t, op.mem)):
+            self.line(f"{self.name(r)}[{j}] = {src};")
+
+    def op_frag_store(self, op):
+        for j, dst in enumerate(self.frag_elements(op, op.frag.type, op.mem)):
+            self.line(f"{dst} = {self.name(op.frag)}[{j}];")
+
+    def op_mma(self, op):
+        r = op.result
+        self.line(f"float {self.name(r)}[{r.type.per_lane}];")
+        a, b, c = (self.name(v) for v in op.operands)
+        self.line(f"irf_mma_m16n8k16({self.name(r)}, {a}, {b}, {c});")

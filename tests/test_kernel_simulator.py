@@ -1,0 +1,258 @@
+"""The kernel-level SIMT simulator: hand-written kernels against numpy, and the mistakes it must catch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from irforge.dialects.kernel import examples
+from irforge.dialects.kernel.simulator import run
+
+from irforge.diagnostics import IRForgeError
+from irforge.interpreter import interpret
+from irforge.parser import parse_module
+
+
+def rel_err(out, ref) -> float:
+    out = np.asarray(out, dtype=np.float64)
+    return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+@pytest.mark.parametrize("ex", examples.tiny_examples(), ids=lambda e: e.name)
+def test_examples_match_numpy(ex):
+    rng = np.random.default_rng(7)
+    m = parse_module(ex.ir, f"{ex.name}.ir")
+    ins = ex.make_inputs(rng)
+    outs = run(m, ins)
+    refs = ex.reference(ins)
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape
+        assert rel_err(o, r) < ex.rtol
+
+
+@settings(max_examples=12, deadline=None)
+@given(rows=st.integers(1, 3), cols=st.integers(1, 300), seed=st.integers(0, 2**16))
+def test_row_sum_any_shape(rows, cols, seed):
+    ex = examples.row_sum(rows, cols, block=64)
+    x = np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+    (y,) = run(parse_module(ex.ir), [x])
+    np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    rows=st.integers(1, 3), chunks=st.integers(1, 4), dtype=st.sampled_from(["f32", "bf16"]), seed=st.integers(0, 99)
+)
+def test_softmax_any_shape(rows, chunks, dtype, seed):
+    block = 32
+    ex = examples.softmax(rows, chunks * block * (16 // (4 if dtype == "f32" else 2)), dtype, block=block)
+    ins = ex.make_inputs(np.random.default_rng(seed))
+    (y,) = run(parse_module(ex.ir), ins)
+    assert rel_err(y, ex.reference(ins)[0]) < ex.rtol
+
+
+def test_interpret_dispatches_to_the_simulator_and_binds_params():
+    text = """kernel.func @k_scale(%x: !kernel.ptr<f32>, %w: !kernel.ptr<f32>, %y: !kernel.ptr<f32>) grid(1) block(32) {
+  %t = kernel.thread_id x
+  %a = kernel.load %x[%t] : f32
+  %b = kernel.load %w[%t] : f32
+  %p = kernel.mul %a, %b : f32
+  kernel.store %p, %y[%t]
+}
+func.func @forward(%x: f32[32]) -> f32[4,8] {
+  %w = kernel.param @scale.weight : f32[32]
+  %y = kernel.alloc : f32[32]
+  kernel.launch @k_scale(%x, %w, %y)
+  %v = kernel.view %y : f32[4,8]
+  func.return %v
+}
+"""
+    m = parse_module(text)
+    x = np.arange(32, dtype=np.float32)
+    w = np.full(32, 0.5, dtype=np.float32)
+    (y,) = interpret(m, [x], {"scale.weight": w})
+    np.testing.assert_array_equal(y, (x * 0.5).reshape(4, 8))
+    (y1,) = interpret(m, {"x": x})  # a missing param is random, but the same every run
+    (y2,) = interpret(m, {"x": x})
+    np.testing.assert_array_equal(y1, y2)
+    assert not np.array_equal(y1, (x * 0.5).reshape(4, 8))
+
+
+# ---- mistakes the simulator must catch ------------------------------------------------------------------------
+def _kernel(
+    body: str, block: int = 64, grid: int = 1, params: str = "%x: !kernel.ptr<f32>, %y: !kernel.ptr<f32>", n: int = 64
+) -> str:
+    return f"""kernel.func @k({params}) grid({grid}) block({block}) {{
+{body}}}
+func.func @forward(%x: f32[{n}]) -> f32[{n}] {{
+  %y = kernel.alloc : f32[{n}]
+  kernel.launch @k(%x, %y)
+  func.return %y
+}}
+"""
+
+
+def _fails(text: str, message: str, n: int = 64) -> str:
+    with pytest.raises(IRForgeError) as e:
+        run(parse_module(text, "planted.ir"), [np.ones(n, dtype=np.float32)])
+    rendered = e.value.render()
+    assert message in rendered, rendered
+    assert rendered.startswith("planted.ir:")
+    return rendered
+
+
+NEIGHBOUR = """  %s = kernel.smem f32[64]
+  %t = kernel.thread_id x
+  %v = kernel.load %x[%t] : f32
+  kernel.store %v, %s[%t]
+{sync}  %u = kernel.load %s[(%t + 1) mod 64] : f32
+  kernel.store %u, %y[%t]
+"""
+
+
+def test_neighbour_exchange_with_a_barrier_is_clean():
+    (y,) = run(parse_module(_kernel(NEIGHBOUR.format(sync="  kernel.barrier\n"))), [np.arange(64, dtype=np.float32)])
+    np.testing.assert_array_equal(y, np.roll(np.arange(64, dtype=np.float32), -1))
+
+
+def test_planted_missing_barrier_is_caught():
+    text = _kernel(NEIGHBOUR.format(sync=""))
+    rendered = _fails(
+        text, "race: thread (0, 0, 0) reads shared address 1, which thread (1, 0, 0) wrote since the last"
+    )
+    assert "kernel.load %s[(%t + 1) mod 64]" in rendered  # the offending line, quoted
+    # Across warps, warp 0 runs ahead and reads before warp 1 writes: the other order of the same race.
+    _fails(
+        text.replace("(%t + 1) mod 64", "(%t + 32) mod 64"),
+        "race: thread (0, 0, 0) reads shared address 32 before thread (32, 0, 0) writes it",
+    )
+
+
+def test_missing_barrier_in_block_reduction_is_caught():
+    ex = examples.row_sum(2, 100, block=128)
+    broken = ex.ir.replace("  }\n  kernel.barrier\n", "  }\n", 1)
+    assert broken != ex.ir
+    with pytest.raises(IRForgeError, match=r"nothing has written|race"):
+        run(parse_module(broken), [np.ones((2, 100), dtype=np.float32)])
+
+
+def test_two_threads_writing_one_shared_address():
+    body = (
+        "  %s = kernel.smem f32[4]\n  %t = kernel.thread_id x\n  %c = kernel.const 1.0 : f32\n"
+        "  kernel.store %c, %s[0]\n"
+    )
+    _fails(
+        _kernel(body + "  kernel.store %c, %y[%t]\n"),
+        "race: thread (0, 0, 0) and thread (1, 0, 0) write shared address 0 in the same step",
+    )
+
+
+def test_write_after_read_without_barrier():
+    ex = examples.cp_async_scale(512, tiles_per_block=4, block=32, second_barrier=False)
+    with pytest.raises(IRForgeError, match=r"overwrites shared address \d+, which .* read since the last barrier"):
+        run(parse_module(ex.ir), ex.make_inputs(np.random.default_rng(0)))
+
+
+def test_read_of_unwritten_shared_memory():
+    body = (
+        "  %s = kernel.smem f32[64]\n  %t = kernel.thread_id x\n  %v = kernel.load %s[%t] : f32\n"
+        "  kernel.store %v, %y[%t]\n"
+    )
+    _fails(_kernel(body), "reads shared address 0, which nothing has written")
+
+
+def test_read_before_cp_async_wait():
+    body = """  %s = kernel.smem f32[256]
+  %t = kernel.thread_id x
+  kernel.cp_async %x[%t * 4 mod 64] -> %s[%t * 4] : f32[4]
+  kernel.cp_async_commit
+  %v = kernel.load %s[%t * 4] : f32
+  kernel.store %v, %y[%t]
+"""
+    _fails(_kernel(body), "before the async copy into it completed")
+
+
+def test_barrier_in_divergent_code():
+    body = """  %t = kernel.thread_id x
+  %c16 = kernel.const 16 : index
+  %lo = kernel.lt %t, %c16 : bool
+  kernel.if %lo {
+    kernel.barrier
+  }
+  %v = kernel.load %x[%t] : f32
+  kernel.store %v, %y[%t]
+"""
+    _fails(_kernel(body), "barrier reached by only part of the warp")
+
+
+def test_warps_at_different_barriers():
+    body = """  %w = kernel.warp_id
+  %c0 = kernel.const 0 : index
+  %first = kernel.eq %w, %c0 : bool
+  kernel.if %first {
+    kernel.barrier
+  } else {
+    kernel.barrier
+  }
+"""
+    _fails(_kernel(body), "waits at this barrier while warp 0 waits at another")
+
+
+def test_shuffle_in_divergent_code():
+    body = """  %t = kernel.thread_id x
+  %v = kernel.load %x[%t] : f32
+  %c8 = kernel.const 8 : index
+  %lo = kernel.lt %t, %c8 : bool
+  kernel.if %lo {
+    %s = kernel.shfl_xor %v, 1 : f32
+    kernel.store %s, %y[%t]
+  }
+"""
+    _fails(_kernel(body), "a shuffle needs all 32 lanes")
+
+
+def test_mbarrier_deadlock():
+    body = """  %b = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %c0 = kernel.const 0 : index
+  %leader = kernel.eq %t, %c0 : bool
+  kernel.if %leader {
+    kernel.mbarrier_init %b[0], 2
+  }
+  kernel.barrier
+  kernel.mbarrier_arrive %b[0]
+  kernel.mbarrier_wait %b[0], parity 0
+"""
+    _fails(
+        _kernel(body.replace("kernel.mbarrier_init %b[0], 2", "kernel.mbarrier_init %b[0], 64"), block=32),
+        "deadlock: the mbarrier phase this warp waits for never completes",
+    )
+    _fails(
+        _kernel(body.replace("  kernel.if %leader {\n    kernel.mbarrier_init %b[0], 2\n  }\n", ""), block=32),
+        "arrives on an mbarrier that was never initialised",
+    )
+
+
+def test_out_of_bounds_and_misaligned_accesses():
+    _fails(
+        _kernel("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t + 1] : f32\n  kernel.store %v, %y[%t]\n"),
+        "outside its 64 elements",
+    )
+    body = "  %t = kernel.thread_id x\n  %v = kernel.load %x[%t mod 8 * 4 + 2] : f32[4]\n  kernel.store %v, %y[0]\n"
+    _fails(_kernel(body, block=1), "a 16-byte vector access at element 2 is not 16-byte aligned")
+
+
+def test_unwritten_output_and_cross_block_write():
+    _fails(
+        _kernel("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32\n  kernel.store %v, %y[%t]\n", block=32),
+        "has 32 element(s) no kernel wrote",
+    )
+    body = "  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32\n  kernel.store %v, %y[%t]\n"
+    _fails(_kernel(body, grid=2), "written by two threads in one launch")
+
+
+def test_negative_index_division():
+    body = "  %t = kernel.thread_id x\n  %v = kernel.load %x[(%t - 1) mod 64] : f32\n  kernel.store %v, %y[%t]\n"
+    _fails(_kernel(body), "needs a non-negative dividend")
