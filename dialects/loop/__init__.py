@@ -224,11 +224,10 @@ class ForOp(LoopOp):
             raise self.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
 
     def print_custom(self, p):
-        with p.scope():
-            self._print_header(p, "loop.for")
-            p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
-            p.write(" ")
-            p.region(self.regions[0], print_entry_args=False)
+        self._print_header(p, "loop.for")
+        p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0], print_entry_args=False)
 
 
 class ReduceOp(LoopOp):
@@ -317,12 +316,11 @@ class ReduceOp(LoopOp):
             f"{m}({', '.join(p.attr(v) for v in init)})"
             for m, init in zip(self.attributes["monoids"], self.attributes["init"])
         )
-        with p.scope():
-            self._print_header(p, "loop.reduce")
-            p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
-            p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
-            p.write(" ")
-            p.region(self.regions[0], print_entry_args=False)
+        self._print_header(p, "loop.reduce")
+        p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
+        p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0], print_entry_args=False)
 
 
 def _init_fits(v, t: ScalarType) -> bool:
