@@ -536,10 +536,10 @@ def loc_names(loc) -> list[str]:
 
 
 def kernel_name(loc, fallback: str, taken) -> str:
-    """`k_<what it computes>`: the torch ops the location names (at most three), else `fallback`; unique in
-    `taken` (a set of names, which learns the new one)."""
+    """`k_<what it computes>` from the torch ops the location names (at most three), else `fallback` as it is;
+    made unique in `taken` (a set of names, which learns the new one)."""
     names = loc_names(loc)
-    base = "k_" + ("_".join(names[:3]) if names else fallback)
+    base = "k_" + "_".join(names[:3]) if names else fallback
     name, k = base, 0
     while name in taken:
         k += 1

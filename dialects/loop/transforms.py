@@ -278,13 +278,28 @@ def eliminate_dead(root: Operation) -> bool:
     return changed
 
 
+def unwrap_unit_loops(root: Operation) -> bool:
+    """Replace each free loop of extent 1 by its body, its index by 0."""
+    changed = False
+    for loop in [op for op in root.walk(post_order=True) if isinstance(op, ForOp) and op.extent == 1]:
+        zero = IndexOp.build(Const(0), loc=loop.loc)
+        loop.parent.insert_before(loop, zero)
+        loop.iv.replace_all_uses_with(zero.result)
+        for op in list(loop.body.ops):
+            loop.parent.insert_before(loop, op.detach())
+        loop.erase()
+        changed = True
+    return changed
+
+
 def cleanup(kernel: Operation) -> None:
-    """Canonical form after a rewrite: folded, simplified subscripts; hoisted, merged, dead-free computation."""
+    """Canonical form after a rewrite: no unit loops; folded, simplified subscripts; hoisted, merged, dead-free
+    computation."""
+    unwrap_unit_loops(kernel)
     fold_index_ops(kernel)
     simplify_subscripts(kernel)
-    while hoist_invariants(kernel) | eliminate_common(kernel):
+    while eliminate_dead(kernel) | hoist_invariants(kernel) | eliminate_common(kernel):
         pass
-    eliminate_dead(kernel)
 
 
 # ---- sibling reductions ----------------------------------------------------------------------------------------
@@ -636,7 +651,7 @@ def rename_kernels(func: FuncOp) -> None:
     a kernel whose ops carry no torch origin keeps its name."""
     taken: set[str] = set()
     for k in kernels(func):
-        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name.removeprefix("k_"), taken)
+        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name, taken)
 
 
 def _fuse_sweep(func: FuncOp, accept, interchange: bool) -> bool:

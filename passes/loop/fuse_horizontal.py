@@ -35,6 +35,8 @@ class FuseHorizontal(Pass):
 
     def run(self, op: Operation) -> None:
         for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
+            for k in kernels(func):  # compare canonical loop nests (invariant code hoisted out of the band)
+                cleanup(k)
             changed = False
             while _merge_pair(func, self.max_carriers):
                 changed = True
