@@ -751,6 +751,41 @@ def axes_used_within(op: Operation) -> set[str]:
     return out
 
 
+def linear_terms(e) -> list[tuple]:
+    """An index expression as a sum of (atom, coefficient): atoms are values and non-linear parts (floordiv, mod,
+    min, max); the constant term is (Const(1), c)."""
+    from irforge import index_expr as ix
+
+    if isinstance(e, ix.Const):
+        return [(ix.Const(1), e.value)]
+    if isinstance(e, (ix.Add, ix.Sub)):
+        sign = 1 if isinstance(e, ix.Add) else -1
+        return linear_terms(e.lhs) + [(a, sign * k) for a, k in linear_terms(e.rhs)]
+    if isinstance(e, ix.Mul) and isinstance(e.rhs, ix.Const):
+        return [(a, k * e.rhs.value) for a, k in linear_terms(e.lhs)]
+    if isinstance(e, ix.Mul) and isinstance(e.lhs, ix.Const):
+        return [(a, k * e.lhs.value) for a, k in linear_terms(e.rhs)]
+    return [(e, 1)]
+
+
+# Largest grid along each block axis (CUDA's limits).
+MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
+
+
+def fit_grid(kernel: KernelOp) -> None:
+    """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
+    CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block."""
+    need = dict.fromkeys(BLOCK_AXES, 1)
+    for lp in kernel.walk():
+        if isinstance(lp, LoopOp):
+            for a in lp.bind:
+                if a in need:
+                    others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
+                    need[a] = max(need[a], -(-lp.work_items // others))
+    for a, n in need.items():
+        kernel.set_axis_size(a, min(n, MAX_GRID[a]))
+
+
 # ---- syntax ----------------------------------------------------------------------------------------------------
 class TileSyntax:
     def tile_kernel(self, c):

@@ -26,7 +26,9 @@ from irforge.diagnostics import error
 from irforge.interpreter import bind_inputs, entry_function, param_value
 from irforge.ir import Operation, Value
 from irforge.scalar_ops import evaluate, numpy_dtype, quantize
+from irforge.types import index
 
+from ..loop.indexing import used_values
 from ..scalar import CastOp, ConstOp, ScalarMathOp
 from . import (
     AXES,
@@ -48,8 +50,6 @@ from . import (
 
 def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list:
     """Run the entry function (see `irforge.interpreter.interpret`); returns its results."""
-    from ..loop.interpreter import gather_index_bounds
-
     func = entry_function(module, entry)
     bounds = gather_index_bounds(func)
     buffers: dict[Value, np.ndarray] = dict(zip(func.body.args, bind_inputs(func, inputs, seed, bounds)))
@@ -306,6 +306,21 @@ class Launch:
         if isinstance(old, _Staged):  # a block that skips this trip keeps its copy (it will not read it)
             data = np.where(active.reshape(per_block), data, old.data)
         env[op.result] = _Staged(np.array(data))
+
+
+def gather_index_bounds(func: Operation) -> dict:
+    """For buffers whose elements are used as subscripts (gathers): the extent they index, so random ones fit (as
+    the loop interpreter draws them, so both levels see the same random inputs)."""
+    bounds: dict = {}
+    for op in func.walk():
+        if isinstance(op, CastOp) and op.result.type == index and isinstance(op.operand.owner, LoadOp):
+            src = op.operand.owner.buffer
+            for user in op.result.users:
+                if isinstance(user, (LoadOp, StoreOp)):
+                    for e, n in zip(user.index_exprs(), user.buffer.type.shape):
+                        if op.result in used_values(e):
+                            bounds[src] = min(bounds.get(src, n), n)
+    return bounds
 
 
 def _delinearize(lin: np.ndarray, extents) -> list[np.ndarray]:
