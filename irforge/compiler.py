@@ -21,7 +21,14 @@ from .ir import Operation
 from .printer import print_module
 
 # level -> the named pipeline that lowers the previous level to it, in order from the top
-LOWERINGS: dict[str, str] = {"torch": "", "tensor": "torch-to-tensor"}
+LOWERINGS: dict[str, str] = {
+    "torch": "",
+    "tensor": "torch-to-tensor",
+    "loop": "tensor-to-loop",
+    "tile": "loop-to-tile",
+    "kernel": "tile-to-kernel",
+    "cuda": "kernel-to-cuda",
+}
 
 
 def levels() -> list[str]:
