@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnostics import error
+from .diagnostics import IRForgeError, error
 from .ir import Operation
+from .location import UnknownLoc
 from .printer import print_module
 
 # level -> the named pipeline that lowers the previous level to it, in order from the top
@@ -88,7 +89,12 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
     from .pass_manager import run_pipeline
 
     pipeline = pipeline_to(ir)
-    captured = capture(tp.model, tp.inputs, tp.input_names)
+    try:
+        captured = capture(tp.model, tp.inputs, tp.input_names)
+    except IRForgeError as e:
+        if isinstance(e.loc, UnknownLoc):  # about the program as a whole: point at the user's expression
+            e.diagnostics[0].loc = tp.where
+        raise
     if pipeline:
         run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
     func = captured.module.body.ops[0]

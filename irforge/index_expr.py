@@ -426,10 +426,20 @@ def _rebuild(terms: dict[IndexExpr, int], const: int) -> IndexExpr:
                 const += k * c
                 terms = {a: v for a, v in terms.items() if v}
                 return _rebuild(terms, const)
-    out: IndexExpr = Const(0)
-    for atom in sorted(terms, key=_atom_key):
-        out = add(out, mul(atom, terms[atom]))
-    return add(out, const)
+    # positive terms, then a positive constant, then what is subtracted: `d0 * 4 + d1 + 3 - d2`, `5 - d0`
+    atoms = sorted(terms, key=_atom_key)
+    out: IndexExpr | None = None
+    for atom in (a for a in atoms if terms[a] > 0):
+        term = mul(atom, terms[atom])
+        out = term if out is None else Add(out, term)
+    if const > 0 or (out is None and const != 0 and not terms):
+        out = Const(const) if out is None else Add(out, Const(const))
+    for atom in (a for a in atoms if terms[a] < 0):
+        term = mul(atom, -terms[atom])
+        out = mul(term, -1) if out is None else Sub(out, term)
+    if const < 0 and out is not None and not isinstance(out, Const):
+        out = Sub(out, Const(-const))
+    return out if out is not None else Const(0)
 
 
 def simplify(e: IndexExpr, extents) -> IndexExpr:

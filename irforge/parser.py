@@ -622,10 +622,10 @@ def parse_module(
     from .builtin import ModuleOp
     from .verifier import verify as verify_op
 
-    register_source(file, text)
+    src = "\n" * line_offset + text if line_offset else text
+    register_source(file, src)  # a chunk of a split file keeps the file's line numbers
     lark, syntax = _parser()
     syntax.file = file
-    src = "\n" * line_offset + text if line_offset else text
     try:
         asts = lark.parse(src).children
     except UnexpectedInput as e:

@@ -208,3 +208,22 @@ def test_index_expressions_in_c():
             )
             == a // 3 - a % 4
         )
+
+
+def test_every_scalar_op_and_cast_program_simulates_and_compiles():
+    """The programs the GPU self-check runs (one per scalar op and dtype, one per cast): each runs in the simulator,
+    and their emitted CUDA compiles (as one translation unit, to keep NVRTC's start-up cost to one)."""
+    from irforge.dialects.kernel.simulator import run
+
+    from irforge.runtime import selfcheck
+
+    progs = [selfcheck.cast_program(s, d) for s in selfcheck.DTYPES for d in selfcheck.DTYPES if s != d]
+    for name in SCALAR_OPS:
+        progs += [p for p in (selfcheck.scalar_op_program(name, d) for d in selfcheck.DTYPES) if p is not None]
+    sources = []
+    for ir, ins in progs:
+        run(parse_module(ir), ins)
+        sources.append(lower(ir).body.ops[0].attributes["source"])
+    include = f'#include "{PRELUDE_NAME}"'
+    unit = include + "\n" + "\n".join(s.replace(include, "") for s in sources)
+    compile_cuda(unit, "every_scalar_op", arch="sm_90a")

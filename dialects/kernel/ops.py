@@ -804,8 +804,12 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
         raise op.error(f"needs {rank} index expression(s) for {t}, got {len(op.exprs(group))}")
     if element_type(value_type) != t.dtype or not isinstance(value_type, (ScalarType, TensorType)):
         raise op.error(f"moves {value_type}, which does not match the element type of {t}")
-    if isinstance(t, SmemType) and isinstance(value_type, TensorType) and value_type.numel > t.shape[-1]:
-        raise op.error(f"moves {value_type.numel} contiguous elements, more than a row of {t}")
+    if isinstance(value_type, TensorType):
+        if isinstance(t, SmemType) and value_type.numel > t.shape[-1]:
+            raise op.error(f"moves {value_type.numel} contiguous elements, more than a row of {t}")
+        nbytes = value_type.numel * element_bytes(t.dtype)
+        if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
+            raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
 
 
 class LoadOp(IndexedOp):

@@ -57,6 +57,9 @@ class TensorMapType(DialectType):
             raise ValueError("!kernel.tensormap's shape and box must have the same rank, at most 5")
         if any(b > 256 for b in self.box):
             raise ValueError("!kernel.tensormap's box dimensions must be at most 256")
+        # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
+        if (self.box[-1] * element_bytes(self.dtype)) % 16 or (self.shape[-1] * element_bytes(self.dtype)) % 16:
+            raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
 
     @property
     def box_bytes(self) -> int:

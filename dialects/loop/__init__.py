@@ -520,7 +520,7 @@ def loop_extents(op: Operation) -> dict:
 
 
 def loc_names(loc) -> list[str]:
-    """The origins a location names (`aten.rms_norm` -> `rms_norm`), in order, without repeats."""
+    """The origins a location names (`aten.softmax.int` -> `softmax`), in order, without repeats."""
     from irforge.location import FusedLoc, NameLoc
 
     out: list[str] = []
@@ -530,7 +530,8 @@ def loc_names(loc) -> list[str]:
         if isinstance(cur, FusedLoc):
             stack[:0] = list(cur.locs)
         elif isinstance(cur, NameLoc):
-            name = re.sub(r"[^A-Za-z0-9_]+", "_", cur.name.rsplit(".", 1)[-1].removesuffix("_default")).strip("_")
+            parts = cur.name.split(".")  # namespace.op[.overload]: "aten.softmax.int" -> "softmax"
+            name = re.sub(r"[^A-Za-z0-9_]+", "_", parts[1] if len(parts) > 1 else parts[0]).strip("_")
             if name and name not in out:
                 out.append(name)
     return out

@@ -7,8 +7,8 @@ computation (DCE).
 Fusion: `inline_producer` replaces a consumer's loads of a buffer by the computation that produced the buffer's
 element at those coordinates (the producer's backward slice from its store, reductions included), remapping the
 producer's loop indices to the consumer's subscripts. Which producers to inline is each fusion pass's decision,
-made on a trial copy and measured with `work`: the dynamic number of loads, stores and scalar ops (constants and
-index arithmetic are free), a loop's body counting once per iteration.
+made on a trial copy and measured with `work`: the dynamic number of scalar ops plus the words loads and stores
+move (constants, casts and index arithmetic are free), a loop's body counting once per iteration.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from irforge.index_expr import Const
 from irforge.ir import Operation, OpResult, Value
 from irforge.location import fuse
 
-from ..scalar import ConstOp
+from ..scalar import CastOp, ConstOp
 from . import (
     BufferOp,
     ForOp,
@@ -38,25 +38,36 @@ from . import (
     kernel_name,
     loop_extents,
 )
+from .build import Builder
 
-_FREE = (ConstOp, IndexOp, YieldOp, ForOp, ReduceOp, KernelOp)
+# Not counted as work: constants, index arithmetic, structure, and conversions (a cast is far cheaper than the load
+# it follows, so reading bf16 and widening in the consumer beats storing the widened f32 copy).
+_FREE = (ConstOp, CastOp, IndexOp, YieldOp, ForOp, ReduceOp, KernelOp)
 
 
 # ---- cost ------------------------------------------------------------------------------------------------------
-def work(root: Operation) -> int:
-    """Dynamic count of loads, stores and scalar ops under `root` (each op once per iteration of its loops)."""
+def work(root: Operation) -> float:
+    """Dynamic work under `root`: each op once per iteration of its loops; a scalar op counts 1, a load or store
+    its element's size in 4-byte words (so narrow buffers are cheaper to move), constants, casts and index
+    arithmetic nothing."""
     return _work(root, 1, False)
 
 
-def reduction_work(root: Operation) -> int:
+def reduction_work(root: Operation) -> float:
     """The part of `work` spent inside reduce loops."""
     return _work(root, 1, False, only_reductions=True)
 
 
-def _work(op: Operation, trips: int, in_reduction: bool, only_reductions: bool = False) -> int:
-    total = 0
-    if not isinstance(op, _FREE) and (in_reduction or not only_reductions):
-        total += trips
+def _cost(op: Operation) -> float:
+    if isinstance(op, _FREE):
+        return 0.0
+    if isinstance(op, (LoadOp, StoreOp)):
+        return max(op.buffer.type.dtype.bits, 8) / 32
+    return 1.0
+
+
+def _work(op: Operation, trips: int, in_reduction: bool, only_reductions: bool = False) -> float:
+    total = _cost(op) * trips if (in_reduction or not only_reductions) else 0.0
     if isinstance(op, _LoopBase):
         trips *= op.extent
         in_reduction = in_reduction or isinstance(op, ReduceOp)
@@ -400,6 +411,59 @@ def drop_store(producer: Producer) -> None:
         producer.kernel.erase()
 
 
+# ---- free-loop interchange -------------------------------------------------------------------------------------
+def free_band(kernel: KernelOp) -> list[ForOp]:
+    """The kernel's outer band of perfectly nested free loops (outermost first): the kernel body's only loop, and
+    each loop whose body is just one more free loop. Their iterations are independent, so any order is valid."""
+    tops = [op for op in kernel.body.ops if isinstance(op, _LoopBase)]
+    if len(tops) != 1 or not isinstance(tops[0], ForOp):
+        return []
+    band = [tops[0]]
+    while len(band[-1].body.ops) == 1 and isinstance(band[-1].body.ops[0], ForOp):
+        band.append(band[-1].body.ops[0])
+    return band
+
+
+def depends_on(values, within: Operation) -> set[int]:
+    """Ids of the loop indices (block arguments of loops under `within`) that `values` depend on."""
+    out: set[int] = set()
+    seen: set[int] = set()
+    work = list(values)
+    while work:
+        v = work.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, OpResult):
+            if within.is_ancestor_of(v.op):
+                work.extend(captured_values(v.op))
+        elif isinstance(v.block.parent_op, _LoopBase) and within.is_ancestor_of(v.block.parent_op):
+            out.add(id(v))
+    return out
+
+
+def reorder_band(kernel: KernelOp, outer: set[int]) -> bool:
+    """Interchange the kernel's free band so the loops whose indices are in `outer` (ids) come first, keeping the
+    relative order within both groups. Returns whether anything moved."""
+    band = free_band(kernel)
+    order = [lp for lp in band if id(lp.iv) in outer] + [lp for lp in band if id(lp.iv) not in outer]
+    if order == band:
+        return False
+    inner_ops = list(band[-1].body.ops)
+    b = Builder.before_op(band[0])
+    new_ivs = {}
+    for lp in order:
+        iv, b = b.for_(lp.extent, lp.iv.name_hint)
+        b.block.parent_op.loc = lp.loc
+        new_ivs[lp] = iv
+    for op in inner_ops:
+        b.insert(op.detach())
+    for lp in band:
+        lp.iv.replace_all_uses_with(new_ivs[lp])
+    band[0].erase()
+    return True
+
+
 # ---- the fusion driver -----------------------------------------------------------------------------------------
 @dataclass
 class Trial:
@@ -409,15 +473,21 @@ class Trial:
     consumer: KernelOp
     fused: KernelOp  # the consumer with the producer inlined and cleaned up
     last_reader: bool  # the consumer is the buffer's only reader and the buffer is not an output
-    work_before: int
-    work_after: int
-    reduction_work_before: int
-    reduction_work_after: int
+    work_before: float
+    work_after: float
+    reduction_work_before: float
+    reduction_work_after: float
     has_reduction: bool
 
 
-def measure(consumer: KernelOp, producer: Producer) -> Trial:
+def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -> Trial:
+    """Inline `producer` into a copy of `consumer` and measure. With `interchange`, a producer holding a reduction
+    first moves the consumer's free loops its subscripts do not depend on inward, so the inlined reduction can be
+    hoisted out of them (a softmax over a leading axis)."""
     fused = consumer.clone()
+    if interchange and producer.has_reduction():
+        loads = [op for op in fused.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]
+        reorder_band(fused, depends_on([v for ld in loads for v in ld.indices], fused))
     inline_producer(fused, producer)
     cleanup(fused)
     last = reader_kernels(producer.buffer) == [consumer] and not is_returned(producer.buffer)
@@ -450,14 +520,12 @@ def _store_in(copy: KernelOp, producer: Producer) -> StoreOp:
     return copies[originals.index(producer.store)]
 
 
-def commit(trial: Trial, taken: set[str]) -> None:
+def commit(trial: Trial) -> None:
     """Put the fused consumer in place of the consumer; drop the producer's store when no one reads it anymore."""
     old, new = trial.consumer, trial.fused
     old.parent.insert_before(old, new)
     old.erase()
     new.loc = fuse([new.loc, trial.producer.kernel.loc])
-    taken.discard(new.sym_name)
-    new.attributes["sym_name"] = kernel_name(_kernel_origins(new), new.sym_name.removeprefix("k_"), taken)
     if not reader_kernels(trial.producer.buffer) and not is_returned(trial.producer.buffer):
         drop_store(trial.producer)
         buf = trial.producer.buffer
@@ -466,17 +534,38 @@ def commit(trial: Trial, taken: set[str]) -> None:
 
 
 def _kernel_origins(kernel: KernelOp):
-    """Where a kernel's computation came from, in program order (names the fused kernel)."""
-    return fuse([op.loc for op in kernel.walk()])
+    """What names a fused kernel: the origins of the values it stores, then of its reductions (the torch ops
+    whose results it writes and whose reductions it runs); the rest of its computation when those say nothing."""
+    stores = [op for op in kernel.walk() if isinstance(op, StoreOp)]
+    stored = [s.value.owner.loc for s in stores if isinstance(s.value, OpResult)]
+    reductions = [op.loc for op in kernel.walk() if isinstance(op, ReduceOp)]
+    return fuse([*stored, *reductions] or [op.loc for op in kernel.walk()])
 
 
-def fuse_producers(func: FuncOp, accept: Callable[[Trial], bool]) -> bool:
+def fuse_producers(func: FuncOp, accept: Callable[[Trial], bool], interchange: bool = False) -> bool:
     """Pull producers into consumers, last kernel first, whenever `accept` takes the measured trial.
 
     A consumer tries the buffers it reads, latest producer first, until none is accepted; a producer whose buffer
-    nobody reads any more loses its store (and disappears when it has no store left).
+    nobody reads any more loses its store (and disappears when it has no store left). Sweeps repeat until one
+    changes nothing, so the result is a fixpoint (running the pass again does nothing).
     """
-    taken = {k.sym_name for k in kernels(func)}
+    changed = False
+    while _fuse_sweep(func, accept, interchange):  # a fusion can enable one in a kernel already visited
+        changed = True
+    if changed:
+        rename_kernels(func)
+    return changed
+
+
+def rename_kernels(func: FuncOp) -> None:
+    """Name every kernel after what it computes, numbering repeats in program order (`k_linear`, `k_linear_1`);
+    a kernel whose ops carry no torch origin keeps its name."""
+    taken: set[str] = set()
+    for k in kernels(func):
+        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name.removeprefix("k_"), taken)
+
+
+def _fuse_sweep(func: FuncOp, accept, interchange: bool) -> bool:
     changed = False
     for consumer in reversed(kernels(func)):
         while consumer.parent is not None:
@@ -488,14 +577,14 @@ def fuse_producers(func: FuncOp, accept: Callable[[Trial], bool]) -> bool:
                 if p is not None and p.kernel is not consumer:
                     candidates.append(p)
             for p in sorted(candidates, key=lambda p: -order[id(p.kernel)]):
-                trial = measure(consumer, p)
+                trial = measure(consumer, p, interchange)
                 if accept(trial):
                     fused = trial
                     break
                 trial.fused.erase()
             if fused is None:
                 break
-            commit(fused, taken)
+            commit(fused)
             consumer = fused.fused
             changed = True
     return changed

@@ -143,7 +143,7 @@ class TensorBuilder:
         """`result[d] = x[exprs(d)]` with `result` of `shape`; an identity map returns `x` itself."""
         shape = tuple(shape)
         m = ix.simplify_map(AffineMap(len(shape), tuple(ix.as_expr(e) for e in exprs)), shape)
-        if m.is_identity and shape == x.type.shape:
+        if shape == x.type.shape and is_identity(m, shape):
             return x
         return self.insert(IndexMapOp([x], [x.type.with_shape(shape)], {"map": m}, loc=self.loc))
 
@@ -185,6 +185,13 @@ class TensorBuilder:
             "index_map": ix.simplify_map(AffineMap(len(shape), tuple(map(ix.as_expr, index_exprs))), shape),
         }
         return self.insert(GatherOp([x, indices], [x.type.with_shape(shape)], attrs, loc=self.loc))
+
+
+def is_identity(m: AffineMap, shape: Sequence[int]) -> bool:
+    """Whether `m` reads every coordinate of `shape` where it is (a size-1 dimension may read coordinate 0)."""
+    return len(m.results) == len(shape) == m.num_dims and all(
+        e == Dim(i) or (shape[i] == 1 and e == ix.Const(0)) for i, e in enumerate(m.results)
+    )
 
 
 def accumulator_type(dtype: ScalarType) -> ScalarType:

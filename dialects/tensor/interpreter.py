@@ -26,11 +26,16 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
         if op.name == "tensor.param":
             env[op.result] = param_value(op.attributes["sym"].name, op.result.type, params, seed, bounds.get(op.result))
             continue
-        run = _RUN.get(op.name)
-        if run is None:
-            raise op.error("has no meaning in the tensor interpreter")
-        env[op.result] = run(op, [env[v] for v in op.operands])
+        env[op.result] = evaluate_op(op, [env[v] for v in op.operands])
     raise func.error("has no func.return")
+
+
+def evaluate_op(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    """One tensor op (not `tensor.param`) on its operands' values: for interpreters of IR mixing levels."""
+    run = _RUN.get(op.name)
+    if run is None:
+        raise op.error("has no meaning in the tensor interpreter")
+    return run(op, args)
 
 
 def gather_index_bounds(func: Operation) -> dict:
@@ -39,7 +44,13 @@ def gather_index_bounds(func: Operation) -> dict:
     for op in func.walk():
         if op.name == "tensor.gather":
             n = op.input.type.shape[op.attributes["axis"]]
-            bounds[op.indices] = min(bounds.get(op.indices, n), n)
+            v = op.indices
+            while True:  # index maps only move values: the bound belongs to the input or param they come from
+                bounds[v] = min(bounds.get(v, n), n)
+                producer = getattr(v, "op", None)
+                if producer is None or producer.name != "tensor.index_map":
+                    break
+                v = producer.input
     return bounds
 
 

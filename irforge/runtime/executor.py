@@ -1,17 +1,16 @@
 """Run a cuda-level program on the GPU with torch tensors as buffers.
 
-    ex = Executor(module)              # compiles every kernel (NVRTC, cached), allocates every buffer once
-    y, = ex(x, w)                      # arguments in the program's argument order; results are torch tensors
+    ex = Executor(module, params={"norm.weight": w})   # compiles every kernel (NVRTC, cached), allocates once
+    y, = ex(x)                                         # inputs in the program's order; results are torch tensors
 
-Intermediates and outputs are allocated once, when the executor is built, and reused by every call: a result is
-overwritten by the next call (clone it to keep it). Launches are pre-packed; a call only rebinds the pointers of its
-arguments. With `use_graph=True` the launch sequence is captured once as a CUDA graph and replayed (arguments are
-then copied into the graph's own input buffers; parameters only when their tensor changes).
+Intermediates and outputs are allocated once, when the executor is built (filled with NaN until written, so an
+unwritten output shows), and reused by every call: a result is overwritten by the next call (clone it to keep it).
+Params are bound by name and used in place when they are contiguous CUDA tensors of the right type (copied to the
+GPU otherwise). Launches are pre-packed; a call only rewrites pointer slots. With `use_graph=True` the launch
+sequence is captured once as a CUDA graph and replayed; inputs are then copied into the graph's own buffers.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,36 +40,21 @@ def torch_dtype(scalar) -> object:
     return getattr(torch, _TORCH_DTYPES[scalar.name])
 
 
-def element_size(scalar) -> int:
-    from irforge.dialects.kernel.types import element_bytes
-
-    return element_bytes(scalar)
-
-
-@dataclass
-class _Binding:
-    """Where a kernel argument slot gets its address: program argument `position`, or a fixed buffer."""
-
-    launch: int
-    slot: int
-    position: int | None  # program argument, or None for a fixed buffer
-    tensormap: object = None  # the !kernel.tensormap type, when the slot is a TMA descriptor
-
-
 class Executor:
-    """A compiled, allocated cuda-level program, callable with torch tensors."""
+    """A compiled, allocated cuda-level program, callable with torch tensors (or numpy arrays)."""
 
     def __init__(
         self,
         module: Operation,
         *,
+        params=None,
         program: str | None = None,
         arch: str | None = None,
         use_graph: bool = False,
         sync_each: bool = False,
+        poison: bool = True,
     ):
-        from irforge.dialects.cuda.ops import AllocOp, CudaKernelOp, InputOp, LaunchOp, OutputOp, ParamOp, ProgramOp
-        from irforge.dialects.cuda.ops import ViewOp as CudaViewOp
+        from irforge.dialects.cuda import ops as C
 
         try:
             import torch
@@ -80,7 +64,7 @@ class Executor:
             raise error("the GPU executor needs a CUDA GPU and a torch build with CUDA")
         self._torch = torch
         driver.ensure_context()
-        progs = [op for op in module.body.ops if isinstance(op, ProgramOp)]
+        progs = [op for op in module.body.ops if isinstance(op, C.ProgramOp)]
         if program is not None:
             progs = [p for p in progs if p.attributes["sym_name"] == program]
         if len(progs) != 1:
@@ -88,106 +72,115 @@ class Executor:
         self.program = progs[0]
         self.use_graph = use_graph
         self.sync_each = sync_each
-        kernels = {op.attributes["sym_name"]: op for op in module.body.ops if isinstance(op, CudaKernelOp)}
-        device = torch.device("cuda", torch.cuda.current_device())
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        kernels = {op.attributes["sym_name"]: op for op in module.body.ops if isinstance(op, C.CudaKernelOp)}
 
         self.functions: dict[str, driver.Function] = {}
-        self.arg_types: dict[int, object] = {}
-        self.param_positions: set[int] = set()
-        self.buffers: dict = {}  # program value -> torch tensor (allocations and views of them)
-        self._sources: dict = {}  # program value -> argument position it aliases (arguments and their views)
-        self._launches: list[tuple[driver.Function, driver.PackedArgs]] = []
-        self._bindings: list[_Binding] = []
+        self.input_types: dict[int, object] = {}
+        self.param_types: dict[str, object] = {}
+        # Where each program value's memory comes from: ("input", position), ("param", name) or ("alloc", tensor).
+        self._source: dict = {}
+        self._launches: list[tuple[driver.Function, driver.PackedArgs, list]] = []
         self._outputs: list = []
         for op in self.program.body.ops:
-            if isinstance(op, (InputOp, ParamOp)):
-                pos = op.attributes["position"]
-                self.arg_types[pos] = op.result.type
-                self._sources[op.result] = pos
-                if isinstance(op, ParamOp):
-                    self.param_positions.add(pos)
-            elif isinstance(op, AllocOp):
+            if isinstance(op, C.InputOp):
+                self.input_types[op.attributes["position"]] = op.result.type
+                self._source[op.result] = ("input", op.attributes["position"])
+            elif isinstance(op, C.ParamOp):
+                self.param_types[op.attributes["sym"].name] = op.result.type
+                self._source[op.result] = ("param", op.attributes["sym"].name)
+            elif isinstance(op, C.AllocOp):
                 t = op.result.type
-                self.buffers[op.result] = torch.empty(t.shape, dtype=torch_dtype(t.dtype), device=device)
-            elif isinstance(op, CudaViewOp):
-                if op.source in self._sources:
-                    self._sources[op.result] = self._sources[op.source]
-                else:
-                    self.buffers[op.result] = self.buffers[op.source].view(op.result.type.shape)
-            elif isinstance(op, LaunchOp):
-                self._plan_launch(op, kernels, arch)
-            elif isinstance(op, OutputOp):
+                buf = torch.empty(t.shape, dtype=torch_dtype(t.dtype), device=self.device)
+                if poison:
+                    buf.fill_(float("nan") if t.dtype.is_float else 0x5A if t.dtype.name != "bool" else True)
+                self._source[op.result] = ("alloc", buf)
+            elif isinstance(op, C.ViewOp):
+                self._source[op.result] = self._source[op.source]
+            elif isinstance(op, C.LaunchOp):
+                self._plan_launch(op, kernels[op.attributes["callee"].name], arch)
+            elif isinstance(op, C.OutputOp):
                 self._outputs = list(op.values)
-        self.num_args = len(self.arg_types)
-        self._static_args: dict[int, object] = {}  # graph mode: the graph's own argument buffers
-        self._param_seen: dict[int, int] = {}  # graph mode: data_ptr of the parameter last copied in
+        self._params: dict[str, object] = {}
+        self._static_inputs: list | None = None  # graph mode: the graph's own input buffers
         self._graph = None
         self._tensormaps: dict = {}
+        self.set_params(params or {})
 
-    def _plan_launch(self, op, kernels, arch) -> None:
+    def _plan_launch(self, op, k, arch) -> None:
         from irforge.dialects.kernel.types import TensorMapType
 
-        name = op.attributes["callee"].name
-        k = kernels[name]
+        name = k.attributes["sym_name"]
         fn = self.functions.get(name)
         if fn is None:
             cubin = compile_cuda(k.attributes["source"], name, arch=arch)
-            mod = driver.Module(cubin.image, name)
-            fn = mod.function(name, k.attributes["grid"], k.attributes["block"], k.attributes["smem"])
+            fn = driver.Module(cubin.image, name).function(
+                name, k.attributes["grid"], k.attributes["block"], k.attributes["smem"]
+            )
             self.functions[name] = fn
-        values = []
-        index = len(self._launches)
-        for slot, (v, t) in enumerate(zip(op.args, k.attributes["params"])):
-            pos = self._sources.get(v)
-            is_map = isinstance(t, TensorMapType)
-            if pos is not None:
-                values.append(0)
-                self._bindings.append(_Binding(index, slot, pos, t if is_map else None))
-            elif is_map:
-                buf = self.buffers[v]
-                values.append(self._tensormap(t, buf.data_ptr()))
-            else:
-                values.append(int(self.buffers[v].data_ptr()))
-        self._launches.append((fn, driver.PackedArgs(values)))
+        slots = [(v, t if isinstance(t, TensorMapType) else None) for v, t in zip(op.args, k.attributes["params"])]
+        self._launches.append((fn, driver.PackedArgs([0] * len(slots)), slots))
 
-    def _tensormap(self, t, address: int) -> driver.TensorMap:
-        key = (t, address)
-        tm = self._tensormaps.get(key)
-        if tm is None:
-            tm = self._tensormaps[key] = driver.TensorMap(t.dtype.name, t.shape, t.box, address, element_size(t.dtype))
-        return tm
+    # ---- params -----------------------------------------------------------------------------------------------
+    def set_params(self, params: dict) -> None:
+        """Bind params by name (torch tensors or numpy arrays); a CUDA tensor of the right type is used in place."""
+        for name, value in params.items():
+            t = self.param_types.get(name)
+            if t is None:
+                known = ", ".join(sorted(self.param_types)) or "none"
+                raise error(f"the program has no param @{name} (params: {known})")
+            self._params[name] = self._to_device(value, t, f"param @{name}")
+        self._graph = None  # pointers may have changed: capture again
+
+    def _to_device(self, value, t, what: str):
+        torch = self._torch
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(np.ascontiguousarray(value))
+        if not isinstance(value, torch.Tensor):
+            raise error(f"{what} must be a torch tensor or numpy array, got {type(value).__name__}")
+        if tuple(value.shape) != t.shape:
+            raise error(f"{what} has shape {list(value.shape)}, the program takes {t}")
+        want = torch_dtype(t.dtype)
+        if value.device != self.device or value.dtype != want or not value.is_contiguous():
+            if value.is_floating_point() != t.dtype.is_float and value.dtype != torch.bool:
+                raise error(f"{what} is {value.dtype}, the program takes {t}")
+            value = value.to(device=self.device, dtype=want).contiguous()
+        return value
 
     # ---- calls ------------------------------------------------------------------------------------------------
-    def _check_args(self, args) -> list:
-        torch = self._torch
-        if len(args) != self.num_args:
-            raise error(f"the program takes {self.num_args} argument(s), got {len(args)}")
-        out = []
-        for pos, a in enumerate(args):
-            t = self.arg_types[pos]
-            if isinstance(a, np.ndarray):
-                a = torch.from_numpy(np.ascontiguousarray(a)).to(device="cuda", dtype=torch_dtype(t.dtype))
-            if not isinstance(a, torch.Tensor):
-                raise error(f"argument #{pos} must be a torch tensor or numpy array, got {type(a).__name__}")
-            if tuple(a.shape) != t.shape or a.dtype != torch_dtype(t.dtype):
-                raise error(f"argument #{pos} is {a.dtype}{list(a.shape)}, the program takes {t}")
-            if not a.is_cuda or not a.is_contiguous():
-                raise error(f"argument #{pos} must be a contiguous CUDA tensor")
-            out.append(a)
-        return out
+    def _memory(self, v, inputs):
+        kind, key = self._source[v]
+        if kind == "input":
+            base = inputs[key]
+        elif kind == "param":
+            base = self._params.get(key)
+            if base is None:
+                raise error(f"param @{key} is not bound: pass it in `params` or `set_params`")
+        else:
+            base = key
+        return base
 
-    def _bind(self, tensors) -> None:
-        for b in self._bindings:
-            ptr = tensors[b.position].data_ptr()
-            packed = self._launches[b.launch][1]
-            if b.tensormap is not None:
-                packed.set_tensormap(b.slot, self._tensormap(b.tensormap, ptr))
-            else:
-                packed.set_pointer(b.slot, ptr)
+    def _bind(self, inputs) -> None:
+        for _, packed, slots in self._launches:
+            for i, (v, tmap) in enumerate(slots):
+                ptr = self._memory(v, inputs).data_ptr()
+                if tmap is None:
+                    packed.set_pointer(i, ptr)
+                else:
+                    packed.set_tensormap(i, self._tensormap(tmap, ptr))
+
+    def _tensormap(self, t, address: int) -> driver.TensorMap:
+        from irforge.dialects.kernel.types import element_bytes
+
+        tm = self._tensormaps.get((t, address))
+        if tm is None:
+            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, element_bytes(t.dtype))
+            self._tensormaps[(t, address)] = tm
+        return tm
 
     def _launch_all(self, *, capturing: bool = False) -> None:
         stream = driver.current_stream()
-        for fn, packed in self._launches:
+        for fn, packed, _ in self._launches:
             fn.launch(packed, stream)
             if self.sync_each and not capturing:
                 try:
@@ -195,51 +188,46 @@ class Executor:
                 except driver.CudaError as e:
                     raise driver.CudaError(f"kernel {fn.name} failed: {e}") from None
 
-    def _results(self, tensors) -> list:
-        outs = []
-        for v in self._outputs:
-            if v in self._sources:
-                outs.append(tensors[self._sources[v]].view(v.type.shape))
-            else:
-                outs.append(self.buffers[v])
-        return outs
+    def _results(self, inputs) -> list:
+        return [self._memory(v, inputs).view(v.type.shape) for v in self._outputs]
+
+    def prepare_inputs(self, *args) -> list:
+        """The arguments as contiguous CUDA tensors of the program's input types (what a call uses as is)."""
+        n = len(self.input_types)
+        if len(args) != n:
+            raise error(f"the program takes {n} input(s), got {len(args)}")
+        return [self._to_device(a, self.input_types[i], f"input #{i}") for i, a in enumerate(args)]
 
     def __call__(self, *args) -> list:
-        tensors = self._check_args(args)
+        inputs = self.prepare_inputs(*args)
         if not self.use_graph:
-            self._bind(tensors)
+            self._bind(inputs)
             self._launch_all()
-            return self._results(tensors)
-        return self._replay(tensors)
-
-    def _replay(self, tensors) -> list:
-        torch = self._torch
-        if not self._static_args:
-            self._static_args = {pos: torch.empty_like(t) for pos, t in enumerate(tensors)}
-        static = self._static_args
-        for pos, t in enumerate(tensors):
-            if pos in self.param_positions and self._param_seen.get(pos) == t.data_ptr():
-                continue
-            static[pos].copy_(t)
-            if pos in self.param_positions:
-                self._param_seen[pos] = t.data_ptr()
+            return self._results(inputs)
+        if self._static_inputs is None:
+            self._static_inputs = [self._torch.empty_like(x) for x in inputs]
+        for dst, src in zip(self._static_inputs, inputs):
+            dst.copy_(src)
         if self._graph is None:
-            statics = [static[p] for p in range(self.num_args)]
-            self._bind(statics)
-            self._launch_all()  # once outside capture: launch errors surface here, not inside the graph
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                self._launch_all(capturing=True)
-            self._graph = graph
+            self._capture()
         self._graph.replay()
-        return self._results([static[p] for p in range(self.num_args)])
+        return self._results(self._static_inputs)
+
+    def _capture(self) -> None:
+        torch = self._torch
+        self._bind(self._static_inputs)
+        self._launch_all()  # once outside capture, so launch errors surface here and not inside the graph
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._launch_all(capturing=True)
+        self._graph = graph
 
     def resources(self) -> dict[str, dict[str, int]]:
         """Per kernel: registers, local-memory bytes (spills), static shared memory."""
         return {name: fn.resources() for name, fn in self.functions.items()}
 
 
-def run_program(module: Operation, *args, **kw) -> list:
+def run_program(module: Operation, *args, params=None, **kw) -> list:
     """Build an executor and call it once."""
-    return Executor(module, **kw)(*args)
+    return Executor(module, params=params, **kw)(*args)

@@ -60,10 +60,23 @@ def include_dirs() -> list[str]:
         inc = d / "include"
         if (inc / "cuda_fp16.h").exists():
             dirs.append(str(inc))
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if cuda_home and (Path(cuda_home) / "include" / "cuda_fp16.h").exists():
-        dirs.append(str(Path(cuda_home) / "include"))
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and (Path(home) / "include" / "cuda_fp16.h").exists():
+            dirs.append(str(Path(home) / "include"))
     return dirs
+
+
+def loaded_library() -> str | None:
+    """Where the loaded libnvrtc lives (for reports)."""
+    _load_libraries()
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            for line in f:
+                if "libnvrtc.so" in line:
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return None
 
 
 def _nvrtc():
@@ -203,6 +216,9 @@ class CompileError(IRForgeError):
             diags.append(_SourceDiagnostic(f"NVRTC: {m.group('msg')}", FileLineColLoc(file, lineno, col), src))
         if not diags:
             diags = [Diagnostic("error", f"NVRTC could not compile {name}.cu:\n{log}")]
+        if "cuda_fp16.h" in log or "cuda_bf16.h" in log:
+            found = ", ".join(include_dirs()) or "none"
+            diags[0].message += f" (CUDA headers searched in: {found}; install nvidia-cuda-runtime or set CUDA_HOME)"
         super().__init__(diags)
 
 

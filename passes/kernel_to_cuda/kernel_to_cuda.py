@@ -57,7 +57,7 @@ class KernelToCuda(Pass):
     def run(self, op: Operation) -> None:
         body = op.body
         for inner in list(body.ops):
-            if isinstance(inner, FuncOp) and any(isinstance(o, (K.LaunchOp, K.AllocOp)) for o in inner.body.ops):
+            if isinstance(inner, FuncOp) and any(isinstance(o, K.HostOp) for o in inner.body.ops):
                 body.insert_before(inner, _program(inner))
                 inner.erase()
         for inner in list(body.ops):
