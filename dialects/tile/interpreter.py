@@ -110,6 +110,13 @@ class Launch:
             self.block_ops(self.kernel.body, {}, np.ones(self.N, dtype=bool))
 
     # ---- structure ----------------------------------------------------------------------------------------------
+    # A value is an array whose axis 0 is the thread (size N, or 1 when all threads agree) and whose further axes
+    # are the loops being run "at once" around it (size 1 where it does not vary); the mask has all of them.
+    @staticmethod
+    def get(env: dict, v: Value, mask: np.ndarray) -> np.ndarray:
+        x = np.asarray(env[v])
+        return x.reshape(x.shape + (1,) * (mask.ndim - x.ndim)) if 0 < x.ndim < mask.ndim else x
+
     def block_ops(self, block, env: dict, mask: np.ndarray) -> None:
         for op in block.ops:
             self.op(op, env, mask)
@@ -123,41 +130,56 @@ class Launch:
             p *= size
         return u, p
 
-    def iterations(self, loop: LoopOp, mask: np.ndarray):
-        """Yield (mask, loop index values) for each iteration each thread runs, in order."""
-        extents, v = loop.extents, loop.vector
-        w_count = loop.work_items
+    def at_once(self, loop: LoopOp, mask: np.ndarray) -> tuple[np.ndarray, list]:
+        """Every iteration of `loop` as one more axis: the new mask and the loop indices over it."""
+        w_count, v = loop.work_items, loop.vector
+        pad = (1,) * (mask.ndim - 1)
         if loop.bind:
             u, p = self.units(loop)
             trips = -(-w_count // p)
-            items = ((u + k * p, mask & (u + k * p < w_count)) for k in range(trips))
+            w = u.reshape((self.N, *pad, 1)) + np.arange(trips) * p
+        else:
+            w = np.arange(w_count).reshape((1, *pad, w_count))
+        live = np.repeat(w < w_count, v, axis=-1)
+        lin = (w[..., None] * v + np.arange(v)).reshape((*w.shape[:-1], w.shape[-1] * v))
+        return mask[..., None] & live, _delinearize(lin, loop.extents)
+
+    def trip_by_trip(self, loop: LoopOp, mask: np.ndarray):
+        """Yield (mask, loop indices) per iteration, in order: for loops whose body needs its threads together."""
+        w_count, v = loop.work_items, loop.vector
+        if loop.bind:
+            u, p = self.units(loop)
+            items = ((u + k * p, mask & (u + k * p < w_count)) for k in range(-(-w_count // p)))
         else:
             items = ((np.int64(w), mask) for w in range(w_count))
         for w, m in items:
-            if not m.any():
-                continue
-            for lane in range(v):
-                lin = np.where(m, w * v + lane, 0)
-                yield m, _delinearize(lin, extents)
+            if m.any():
+                for lane in range(v):
+                    yield m, _delinearize(np.where(m, w * v + lane, 0), loop.extents)
 
     def op(self, op: Operation, env: dict, mask: np.ndarray) -> None:
         if isinstance(op, ScalarMathOp):
-            env[op.result] = evaluate(op.fn, [env[v] for v in op.operands], op.result.type)
+            env[op.result] = evaluate(op.fn, [self.get(env, v, mask) for v in op.operands], op.result.type)
         elif isinstance(op, ConstOp):
             env[op.result] = quantize(np.array(op.attributes["value"]), op.result.type)
         elif isinstance(op, CastOp):
             env[op.result] = quantize(np.asarray(env[op.operand]), op.result.type)
         elif isinstance(op, IndexOp):
-            env[op.result] = np.asarray(op.index_expr().evaluate({v: env[v] for v in op.indices}), dtype=np.int64)
+            dims = {v: self.get(env, v, mask) for v in op.indices}
+            env[op.result] = np.asarray(op.index_expr().evaluate(dims), dtype=np.int64)
         elif isinstance(op, LoadOp):
             env[op.result] = self.load(op, env, mask)
         elif isinstance(op, StoreOp):
             self.store(op, env, mask)
         elif isinstance(op, ForOp):
-            for m, ivs in self.iterations(op, mask):
-                inner = dict(env)
-                inner.update(zip(op.ivs, ivs))
-                self.block_ops(op.body, inner, m)
+            if _collective(op):
+                for m, ivs in self.trip_by_trip(op, mask):
+                    env.update(zip(op.ivs, ivs))
+                    self.block_ops(op.body, env, m)
+            else:
+                inner, ivs = self.at_once(op, mask)
+                env.update(zip(op.ivs, ivs))
+                self.block_ops(op.body, env, inner)
         elif isinstance(op, ReduceOp):
             self.reduce(op, env, mask)
         elif isinstance(op, CombineOp):
@@ -169,23 +191,38 @@ class Launch:
 
     # ---- reductions ---------------------------------------------------------------------------------------------
     def reduce(self, op: ReduceOp, env: dict, mask: np.ndarray) -> None:
-        acc = []
-        for _, init, results in op.carriers:
-            acc.append(tuple(np.broadcast_to(quantize(np.array(x), r.type), (self.N,)) for x, r in zip(init, results)))
-        for m, ivs in self.iterations(op, mask):
-            inner = dict(env)
-            inner.update(zip(op.ivs, ivs))
-            self.block_ops(op.body, inner, m)
-            ys = [inner[v] for v in op.yielded]
-            at = 0
+        acc = [tuple(quantize(np.array(x), r.type) for x, r in zip(init, rs)) for _, init, rs in op.carriers]
+        if _collective(op):
+            for m, ivs in self.trip_by_trip(op, mask):
+                env.update(zip(op.ivs, ivs))
+                self.block_ops(op.body, env, m)
+                elements = self._split([self.get(env, v, m) for v in op.yielded], op)
+                for k, (monoid, _, results) in enumerate(op.carriers):
+                    new = monoid.combine(acc[k], elements[k], [r.type for r in results])
+                    acc[k] = tuple(np.where(m, b, a) for a, b in zip(acc[k], new))
+        else:
+            inner, ivs = self.at_once(op, mask)
+            env.update(zip(op.ivs, ivs))
+            self.block_ops(op.body, env, inner)
+            elements = self._split([self.get(env, v, inner) for v in op.yielded], op)
             for k, (monoid, _, results) in enumerate(op.carriers):
-                n = len(results)
                 types = [r.type for r in results]
-                new = monoid.combine(acc[k], tuple(ys[at : at + n]), types)
-                acc[k] = tuple(np.where(m, b, a) for a, b in zip(acc[k], new))
-                at += n
+                # Iterations a thread does not run contribute the identity; then fold the loop's axis.
+                comps = tuple(
+                    np.where(inner, y, quantize(np.array(monoid.identity(t, i)), t))
+                    for i, (y, t) in enumerate(zip(elements[k], types))
+                )
+                acc[k] = monoid.combine(acc[k], monoid.reduce(comps, inner.ndim - 1, types), types)
         for (_, _, results), values in zip(op.carriers, acc):
             env.update(zip(results, values))
+
+    @staticmethod
+    def _split(values: list, op: ReduceOp) -> list[tuple]:
+        out, at = [], 0
+        for _, _, results in op.carriers:
+            out.append(tuple(values[at : at + len(results)]))
+            at += len(results)
+        return out
 
     def _grouped(self, x) -> np.ndarray:
         """A per-thread array as (gz, gy, gx, bz, by, bx), the hardware axes as dimensions."""
@@ -219,10 +256,10 @@ class Launch:
 
     # ---- memory -------------------------------------------------------------------------------------------------
     def _subscripts(self, op, env: dict, mask: np.ndarray, shape, what: str) -> tuple:
-        values = {v: env[v] for v in op.indices}
+        values = {v: self.get(env, v, mask) for v in op.indices}
         idx = []
         for k, (e, size) in enumerate(zip(op.index_exprs(), shape)):
-            i = np.broadcast_to(np.asarray(e.evaluate(values), dtype=np.int64), (self.N,))
+            i = np.broadcast_to(np.asarray(e.evaluate(values), dtype=np.int64), mask.shape)
             live = i[mask]
             if live.size and (live.min() < 0 or live.max() >= size):
                 bad = int(live.min()) if live.min() < 0 else int(live.max())
@@ -233,34 +270,35 @@ class Launch:
     def load(self, op: LoadOp, env: dict, mask: np.ndarray) -> np.ndarray:
         src = env.get(op.buffer)
         if isinstance(src, _Staged):
-            what = "load from the staged box"
-            idx = self._subscripts(op, env, mask, src.data.shape[1:], what)
-            return src.data[(self.block_of, *idx)]
+            idx = self._subscripts(op, env, mask, src.data.shape[1:], "load from the staged box")
+            block = self.block_of.reshape((self.N,) + (1,) * (mask.ndim - 1))
+            return src.data[(block, *idx)]
         buf = self.buffers[op.buffer]
-        return buf[self._subscripts(op, env, mask, buf.shape, "load")]
+        idx = self._subscripts(op, env, mask, buf.shape, "load")
+        return buf[idx] if buf.ndim else np.broadcast_to(buf, mask.shape)
 
     def store(self, op: StoreOp, env: dict, mask: np.ndarray) -> None:
         buf = self.buffers[op.buffer]
-        sel = mask & self._single_writer(op)
+        sel = mask & self._single_writer(op).reshape((self.N,) + (1,) * (mask.ndim - 1))
         idx = self._subscripts(op, env, sel, buf.shape, "store")
         if not sel.any():
             return
         flat = (
             np.ravel_multi_index(tuple(i[sel] for i in idx), buf.shape) if buf.ndim else np.zeros(sel.sum(), np.int64)
         )
-        threads = np.nonzero(sel)[0]
+        threads = np.broadcast_to(np.arange(self.N).reshape((self.N,) + (1,) * (mask.ndim - 1)), mask.shape)[sel]
         writer = self.writer.setdefault(op.buffer, np.full(buf.size, -1, dtype=np.int64))
-        clash = len(np.unique(flat)) < len(flat)
+        order = np.lexsort((threads, flat))
+        f, t = flat[order], threads[order]
         prev = writer[flat]
-        clash = clash or bool(((prev >= 0) & (prev != threads)).any())
-        if clash:
+        if ((f[1:] == f[:-1]) & (t[1:] != t[:-1])).any() or ((prev >= 0) & (prev != threads)).any():
             raise error(
                 "stores an element that another thread of the launch stores too (the schedule distributes the "
                 "store's loop over fewer points than it has, or not at all)",
                 op.loc,
             )
         writer[flat] = threads
-        value = np.broadcast_to(np.asarray(env[op.value]), (self.N,))[sel]
+        value = np.broadcast_to(np.asarray(self.get(env, op.value, mask)), mask.shape)[sel]
         buf.reshape(-1)[flat] = value
 
     def _single_writer(self, op: StoreOp) -> np.ndarray:
@@ -306,6 +344,12 @@ class Launch:
         if isinstance(old, _Staged):  # a block that skips this trip keeps its copy (it will not read it)
             data = np.where(active.reshape(per_block), data, old.data)
         env[op.result] = _Staged(np.array(data))
+
+
+def _collective(loop: LoopOp) -> bool:
+    """Whether the loop's body holds ops its threads must reach together (combines, stages): it then runs trip by
+    trip; any other loop runs all its iterations at once, as an array axis."""
+    return any(isinstance(x, (CombineOp, StageOp)) for x in loop.walk())
 
 
 def gather_index_bounds(func: Operation) -> dict:
