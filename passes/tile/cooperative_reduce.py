@@ -47,6 +47,8 @@ class TileCooperativeReduce(Pass):
         if why:
             raise op.error(why)
         for r in candidates(op):
+            if "threadIdx.x" in T.bound_axes(r):
+                continue  # inside a reduction shared just now
             n = op.axis_size("threadIdx.x")
             if n == 1:
                 n = self.threads or heuristic().cooperative_threads(op, r)

@@ -13,7 +13,8 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
   folded in the thread) with the monoid's `combine_program`, so every monoid, the online carrier included, takes
   the same path;
 - `tile.combine` over threadIdx.x: a `shfl_xor` ladder within the warp (its `width` for groups under 32 threads),
-  then, past 32 threads, each warp's carrier through shared memory and a barrier, folded by every thread;
+  then, past 32 threads, each warp's carrier through shared memory and a barrier, folded by every thread (blocks
+  that are not whole warps go through shared memory directly: shuffles need all 32 lanes);
 - `tile.stage`: a shared-memory buffer filled cooperatively by the block's threads in vectors, then a barrier
   (and one before it inside a loop, so the previous trip's readers are done);
 - `tile.store`: guarded by the single-writer rule (index 0 along every launch axis no enclosing loop uses).
@@ -29,6 +30,7 @@ from irforge.dialects.kernel.builder import KernelBuilder, Val
 from irforge.dialects.kernel.types import PtrType, SmemType, element_bytes
 from irforge.dialects.loop.indexing import ValueDim
 from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
+from irforge.dialects.tile.vectors import why_not
 
 from irforge import index_expr as ix
 from irforge.attributes import SymbolRef
@@ -92,6 +94,9 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
             inner = next((x for x in op.body.ops if any(isinstance(y, T.LoopOp) for y in x.walk())), None)
             if inner is not None:
                 return op, "is vectorized but holds loops; vector lanes through inner loops come with register tiling"
+            why = why_not(op, op.vector)
+            if why:
+                return op, f"is vectorized by {op.vector}, but {why}"
     return None
 
 
@@ -409,6 +414,11 @@ class _Materializer:
         kb = self.kb
         n = self.tk.axis_size("threadIdx.x")
         carriers = [(m, [self.env[v] for v in vals]) for m, _, vals in op.carriers]
+        if self.tk.threads % 32:  # a partial warp: shuffles need all 32 lanes, so go through shared memory
+            carriers = self._through_smem(carriers, n, 1)
+            for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
+                self.env[r] = v
+            return
         width, off = min(n, 32), min(n, 32) // 2
         while off >= 1:
             step = []
@@ -417,32 +427,39 @@ class _Materializer:
                 step.append((monoid, self.combine_values(monoid, comps, other, [c.type for c in comps])))
             carriers, off = step, off // 2
         if n > 32:
-            carriers = self._across_warps(op, carriers, n)
+            carriers = self._through_smem(carriers, n // 32, 32)
         results = [v for _, comps in carriers for v in comps]
         for r, v in zip(op.results, results):
             self.env[r] = v
 
-    def _across_warps(self, op: T.CombineOp, carriers, n: int):
-        """Each warp's carrier into shared memory, a barrier, then every thread folds the warps' carriers."""
+    def _through_smem(self, carriers, slots: int, every: int):
+        """The carriers of every `every`-th thread along x (a warp's first lane, or each thread) into shared memory,
+        a barrier, then every thread folds its row's `slots` carriers."""
         kb = self.kb
-        warps = n // 32
         rows = self.tk.axis_size("threadIdx.y") * self.tk.axis_size("threadIdx.z")
         row = ix.Const(0)
         for a in ("threadIdx.z", "threadIdx.y"):
             row = row * self.tk.axis_size(a) + (Val(self.axis(a)) if self.tk.axis_size(a) > 1 else 0)
         tx = Val(self.axis("threadIdx.x"))
-        parts = [[self.smem(SmemType(c.type, (rows, warps)), "partial") for c in comps] for _, comps in carriers]
-        lane = kb.index(tx % 32, "lane")
-        with kb.if_(kb.scalar("eq", lane, kb.const(0, index))) as br, br.then():
+        parts = [[self.smem(SmemType(c.type, (rows, slots)), "partial") for c in comps] for _, comps in carriers]
+
+        def publish():
             for (_, comps), bufs in zip(carriers, parts):
                 for c, buf in zip(comps, bufs):
-                    kb.store(c, buf, [row, tx // 32])
+                    kb.store(c, buf, [row, tx // every])
+
+        if every > 1:
+            lane = kb.index(tx % every, "lane")
+            with kb.if_(kb.scalar("eq", lane, kb.const(0, index))) as br, br.then():
+                publish()
+        else:
+            publish()
         kb.barrier()
         out = []
         for (monoid, comps), bufs in zip(carriers, parts):
             types = [c.type for c in comps]
             ids = [kb.const(monoid.identity(t, i), t) for i, t in enumerate(types)]
-            with kb.for_(0, warps, carries=ids, hint="k") as lp:
+            with kb.for_(0, slots, carries=ids, hint="k") as lp:
                 got = [kb.load(buf, [row, Val(lp.iv)], t) for buf, t in zip(bufs, types)]
                 lp.yield_(*self.combine_values(monoid, lp.carries, got, types))
             out.append((monoid, lp.results))
