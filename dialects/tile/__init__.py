@@ -252,7 +252,7 @@ class LoopOp(Operation):
             raise self.error("must be inside a tile.kernel")
         bind = self.attributes.get("bind", ())
         if not isinstance(bind, tuple) or any(a not in AXES for a in bind):
-            raise self.error(f"distributes over {list(bind)}; axes are {', '.join(AXES)}")
+            raise self.error(f"distributes over {', '.join(map(str, bind))}; the axes are {', '.join(AXES)}")
         if len(set(bind)) != len(bind):
             raise self.error("names a hardware axis twice")
         outer = bound_axes(self)
@@ -492,7 +492,7 @@ class CombineOp(Operation):
         if [r.type for r in self.results] != [v.type for v in self.operands]:
             raise self.error("results must have the types of the combined values")
         if not over or any(a not in AXES for a in over) or len(set(over)) != len(over):
-            raise self.error(f"combines over {list(over)}; name distinct axes among {', '.join(AXES)}")
+            raise self.error(f"combines over {', '.join(map(str, over))}; name distinct axes among {', '.join(AXES)}")
         if kernel_of(self) is None:
             raise self.error("must be inside a tile.kernel")
         outer = bound_axes(self)

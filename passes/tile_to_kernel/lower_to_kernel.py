@@ -417,6 +417,7 @@ class _Materializer:
         if self.tk.threads % 32:  # a partial warp: shuffles need all 32 lanes, so go through shared memory
             carriers = self._through_smem(carriers, n, 1)
             for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
+                v.name_hint = v.name_hint or _value_hint(r)
                 self.env[r] = v
             return
         width, off = min(n, 32), min(n, 32) // 2
@@ -430,6 +431,7 @@ class _Materializer:
             carriers = self._through_smem(carriers, n // 32, 32)
         results = [v for _, comps in carriers for v in comps]
         for r, v in zip(op.results, results):
+            v.name_hint = v.name_hint or _value_hint(r)
             self.env[r] = v
 
     def _through_smem(self, carriers, slots: int, every: int):
@@ -458,13 +460,18 @@ class _Materializer:
         out = []
         for (monoid, comps), bufs in zip(carriers, parts):
             types = [c.type for c in comps]
-            ids = [kb.const(monoid.identity(t, i), t) for i, t in enumerate(types)]
+            ids = [kb.const(_typed(monoid.identity(t, i), t), t) for i, t in enumerate(types)]
             with kb.for_(0, slots, carries=ids, hint="k") as lp:
                 got = [kb.load(buf, [row, Val(lp.iv)], t) for buf, t in zip(bufs, types)]
                 lp.yield_(*self.combine_values(monoid, lp.carries, got, types))
             out.append((monoid, lp.results))
         kb.barrier()  # the partials are read before a later combine may overwrite them
         return out
+
+
+def _typed(value, t):
+    """A monoid identity as a constant of type `t` (identities are Python numbers of any kind)."""
+    return float(value) if t.is_float else bool(value) if t == boolean else int(value)
 
 
 def _copy_width(op: T.StageOp, box, shape, nbytes: int) -> int:
