@@ -22,7 +22,14 @@ from .location import UnknownLoc
 from .printer import print_module
 
 # level -> the named pipeline that lowers the previous level to it, in order from the top
-LOWERINGS: dict[str, str] = {"torch": "", "tensor": "torch-to-tensor", "loop": "tensor-to-loop"}
+LOWERINGS: dict[str, str] = {
+    "torch": "",
+    "tensor": "torch-to-tensor",
+    "loop": "tensor-to-loop",
+    "tile": "loop-to-tile",
+    "kernel": "tile-to-kernel",
+    "cuda": "kernel-to-cuda",
+}
 
 
 def levels() -> list[str]:
@@ -88,10 +95,10 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
         if isinstance(e.loc, UnknownLoc):  # about the program as a whole: point at the user's expression
             e.diagnostics[0].loc = tp.where
         raise
+    func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
+    names = [a.name_hint for a in func.body.args]
     if pipeline:
         run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
-    func = captured.module.body.ops[0]
-    names = [a.name_hint for a in func.body.args]
     return Program(
         module=captured.module,
         level=ir,
