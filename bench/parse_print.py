@@ -3,7 +3,8 @@
     python bench/parse_print.py [--lines 20000] [--repeat 3] [--out bench/results]
 
 The module mixes custom syntax (func.func, the test dialect's ops) with verbose generic ops carrying attributes,
-tensor and dialect types, affine maps and nested multi-block regions, roughly as the lower levels' IR looks.
+tensor and dialect types, affine maps and nested multi-block regions, roughly as the lower levels' IR looks. Its
+generic ops belong to no dialect (`bench.*`), so the numbers do not move as the real dialects evolve.
 Each phase is timed `--repeat` times and the best run is kept (the machine's noise only ever slows things down),
 both as wall time and as this process's CPU time.
 """
@@ -44,7 +45,7 @@ def generate(n_lines: int, seed: int = 0) -> str:
             elif kind < 0.7:
                 a = rnd.choice(vals)
                 out.append(
-                    f'  %v{i} = "loop.load"(%x, {a}) '
+                    f'  %v{i} = "bench.load"(%x, {a}) '
                     "{map = affine_map<(d0, d1, d2) -> (d0, d1 floordiv 4, d2 * 64 + 3)>, "
                     f'space = "global", vector = 4}} : (f32[1,32,2048], {_type_of(a)}) -> f32'
                 )
@@ -53,16 +54,16 @@ def generate(n_lines: int, seed: int = 0) -> str:
                 a = rnd.choice(vals)
                 out.append(f"  test.loop %i{i} in 0..{rnd.choice([16, 64, 2048])} attributes {{unroll = 4}} {{")
                 out.append(f"    %t{i} = test.pure %i{i}, {a} : f32")
-                out.append(f'    "tile.store"(%t{i}, %i{i}) {{space = "smem", swizzle = true}} : (f32, index) -> ()')
+                out.append(f'    "bench.store"(%t{i}, %i{i}) {{space = "smem", swizzle = true}} : (f32, index) -> ()')
                 out.append("    test.yield")
                 out.append("  }")
             else:
                 a = rnd.choice(vals)
-                out.append(f'  %r{i} = "kernel.reduce"({a}) ({{')
+                out.append(f'  %r{i} = "bench.reduce"({a}) ({{')
                 out.append(f"  ^bb0(%p{i}: f32, %q{i}: f32):")
-                out.append(f'    %u{i} = "kernel.add"(%p{i}, %q{i}) : (f32, f32) -> f32')
-                out.append(f'    "kernel.yield"(%u{i}) : (f32) -> ()')
-                out.append(f'  }}) {{kind = "add", ty = !kernel.frag<16, 8, f16>}} : ({_type_of(a)}) -> f32')
+                out.append(f'    %u{i} = "bench.add"(%p{i}, %q{i}) : (f32, f32) -> f32')
+                out.append(f'    "bench.yield"(%u{i}) : (f32) -> ()')
+                out.append(f'  }}) {{kind = "add", ty = !bench.frag<16, 8, f16>}} : ({_type_of(a)}) -> f32')
                 vals.append(f"%r{i}")
         out.append("  func.return %x")
         out.append("}")

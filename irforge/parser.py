@@ -186,7 +186,7 @@ class CoreSyntax(Transformer):
         return _SCALARS[c[0]]
 
     def tensor_type(self, c):
-        return TensorType(_SCALARS[c[0]], tuple(int(d) for d in c[1:]))
+        return TensorType(_SCALARS[c[0]], tuple(self.integer(d) for d in c[1:]))
 
     def dialect_type(self, c):
         from .registry import registry

@@ -107,6 +107,7 @@ def attributes():
         | floats
         | st.booleans()
         | st.just(UNIT)
+        | st.none()
         | names
         | scalar_types
         | tensor_types

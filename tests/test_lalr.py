@@ -16,7 +16,7 @@ from irforge.lalr import FastLALR, SyntaxFallback
 from irforge.parser import _parser
 from irforge.printer import print_module
 
-SAME = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+SAME = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 def outcome(parse, text):

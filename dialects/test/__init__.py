@@ -88,10 +88,11 @@ class LoopOp(Operation):
 
     def print_custom(self, p):
         a = self.attributes
-        p.write("test.loop ", p.define(self.body.args[0]), f" in {a['lower']}..{a['upper']}")
-        p.attr_dict(a, elide=("lower", "upper"), prefix=" attributes ")
-        p.write(" ")
-        p.region(self.regions[0], print_entry_args=False)
+        with p.scope():  # the induction variable belongs to the region, as in the generic form
+            p.write("test.loop ", p.define(self.body.args[0]), f" in {a['lower']}..{a['upper']}")
+            p.attr_dict(a, elide=("lower", "upper"), prefix=" attributes ")
+            p.write(" ")
+            p.region(self.regions[0], print_entry_args=False)
 
 
 class YieldOp(Operation):
