@@ -5,6 +5,8 @@ The public API is small and loads lazily (nothing here imports torch):
     parse_module(text, file)       text -> IR module
     print_module(module)           IR module -> text
     run_pipeline(module, "a,b{x=1}", ...)
+    compile(model, *example_inputs, ir="tensor")   PyTorch -> a Program: IR at a level, params, interpreter
+    interpret(module, inputs, params)              run IR with its level's reference interpreter
 """
 
 __version__ = "0.1.0"
@@ -18,6 +20,9 @@ _LAZY = {
     "Pass": ("irforge.pass_manager", "Pass"),
     "option": ("irforge.pass_manager", "option"),
     "registry": ("irforge.registry", "registry"),
+    "compile": ("irforge.compiler", "compile"),
+    "Program": ("irforge.compiler", "Program"),
+    "interpret": ("irforge.interpreter", "interpret"),
 }
 
 

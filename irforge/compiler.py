@@ -16,12 +16,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnostics import error
+from .diagnostics import IRForgeError, error
 from .ir import Operation
+from .location import UnknownLoc
 from .printer import print_module
 
 # level -> the named pipeline that lowers the previous level to it, in order from the top
-LOWERINGS: dict[str, str] = {"torch": "", "tensor": "torch-to-tensor"}
+LOWERINGS: dict[str, str] = {
+    "torch": "",
+    "tensor": "torch-to-tensor",
+    "loop": "tensor-to-loop",
+    "tile": "loop-to-tile",
+    "kernel": "tile-to-kernel",
+    "cuda": "kernel-to-cuda",
+}
 
 
 def levels() -> list[str]:
@@ -81,11 +89,16 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
     from .pass_manager import run_pipeline
 
     pipeline = pipeline_to(ir)
-    captured = capture(tp.model, tp.inputs, tp.input_names)
+    try:
+        captured = capture(tp.model, tp.inputs, tp.input_names)
+    except IRForgeError as e:
+        if isinstance(e.loc, UnknownLoc):  # about the program as a whole: point at the user's expression
+            e.diagnostics[0].loc = tp.where
+        raise
+    func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
+    names = [a.name_hint for a in func.body.args]
     if pipeline:
         run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
-    func = captured.module.body.ops[0]
-    names = [a.name_hint for a in func.body.args]
     return Program(
         module=captured.module,
         level=ir,

@@ -64,6 +64,9 @@ class IRForgeError(Exception):
             self.diagnostics = [Diagnostic("error", message, loc, list(notes))]
         super().__init__(self.diagnostics[0].message if self.diagnostics else "error")
 
+    def __str__(self) -> str:  # the first message as it is now (callers may add context to it)
+        return self.diagnostics[0].message if self.diagnostics else "error"
+
     @property
     def loc(self) -> Location:
         return self.diagnostics[0].loc

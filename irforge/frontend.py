@@ -14,6 +14,9 @@ lambda's parameters they are passed to (`q`, `k`), or `x`, `y`, `z`, `x3`, ... w
 snippet creates are part of the program: their parameters and buffers become params (`@norm.weight`, or
 `@rms_norm.weight` for an inline `nn.RMSNorm(...)`).
 
+The random number generator is seeded (0) before a snippet or a file runs, so one command always gives the same
+inputs and weights.
+
 **Files**: a Python file that defines `model` (an `nn.Module`, or a function of tensors) and `example_inputs` (a
 tensor or a tuple of tensors). Inputs are named after the parameters of `model.forward` (or of the function).
 """
@@ -138,6 +141,7 @@ def from_file(path: str) -> TorchProgram:
         raise error(f"cannot read '{path}': {e.strerror}") from None
     register_source(path, text)
     where = FileLineColLoc(path, 1, 1)
+    torch.manual_seed(0)
     try:
         ns = runpy.run_path(path, run_name="__irforge__")
     except SyntaxError as e:
@@ -170,6 +174,7 @@ def from_snippet(text: str, name: str = SNIPPET) -> TorchProgram:
     expr = tree.body[-1].value
     where = FileLineColLoc(name, expr.lineno, expr.col_offset + 1)
     ns: dict = {"torch": torch, "nn": nn, "F": torch.nn.functional, "__name__": "__irforge_snippet__"}
+    torch.manual_seed(0)
     try:
         exec(compile(ast.Module(body=tree.body[:-1], type_ignores=[]), name, "exec"), ns)
         hoisted = _Hoister(ns, name).run(expr)

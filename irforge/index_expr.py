@@ -426,10 +426,20 @@ def _rebuild(terms: dict[IndexExpr, int], const: int) -> IndexExpr:
                 const += k * c
                 terms = {a: v for a, v in terms.items() if v}
                 return _rebuild(terms, const)
-    out: IndexExpr = Const(0)
-    for atom in sorted(terms, key=_atom_key):
-        out = add(out, mul(atom, terms[atom]))
-    return add(out, const)
+    # positive terms, then a positive constant, then what is subtracted: `d0 * 4 + d1 + 3 - d2`, `5 - d0`
+    atoms = sorted(terms, key=_atom_key)
+    out: IndexExpr | None = None
+    for atom in (a for a in atoms if terms[a] > 0):
+        term = mul(atom, terms[atom])
+        out = term if out is None else Add(out, term)
+    if const > 0 or (out is None and const != 0 and not terms):
+        out = Const(const) if out is None else Add(out, Const(const))
+    for atom in (a for a in atoms if terms[a] < 0):
+        term = mul(atom, -terms[atom])
+        out = mul(term, -1) if out is None else Sub(out, term)
+    if const < 0 and out is not None and not isinstance(out, Const):
+        out = Sub(out, Const(-const))
+    return out if out is not None else Const(0)
 
 
 def simplify(e: IndexExpr, extents) -> IndexExpr:
@@ -475,12 +485,40 @@ def simplify(e: IndexExpr, extents) -> IndexExpr:
         if isinstance(e, Mod):
             if rr is not None and 0 <= rr[0] and rr[1] < c:
                 return rest_expr
+            split = _scaled_split(terms, const, c, extents)
+            if split is not None:  # (k * q + s) mod (k * m) = (q mod m) * k + s
+                k, q, small = split
+                return simplify(add(mul(Mod(q, Const(c // k)), k), small), extents)
             return Mod(rest_expr, b) if whole or const % c != const else e
         quotient = _rebuild(whole, const // c)
         if rr is not None and rr[0] // c == rr[1] // c:
             return add(quotient, rr[0] // c)
+        split = _scaled_split(terms, const, c, extents)
+        if split is not None:  # (k * q + s) floordiv (k * m) = q floordiv m
+            k, q, _ = split
+            return simplify(FloorDiv(q, Const(c // k)), extents)
         return add(quotient, FloorDiv(rest_expr, b)) if whole or const // c else e
     return e
+
+
+def _scaled_split(terms: dict, const: int, c: int, extents):
+    """`a = k * q + s` with k a proper divisor of c (> 1) and 0 <= s < k everywhere, for the largest such k.
+
+    Then `a floordiv c = q floordiv (c / k)` and `a mod c = (q mod (c / k)) * k + s`: what lets a reshape that
+    splits and merges dimensions (`(d1 * 176 + d3 * 16 + d4) floordiv 352` with d3 * 16 + d4 < 176) simplify.
+    """
+    if c > 1 << 24:
+        return None
+    divisors = sorted({d for i in range(2, int(c**0.5) + 1) if c % i == 0 for d in (i, c // i)} - {c}, reverse=True)
+    for k in divisors:
+        big = {t: v // k for t, v in terms.items() if v % k == 0}
+        if not big:
+            continue
+        small = _rebuild({t: v for t, v in terms.items() if v % k != 0}, const)
+        r = value_range(small, extents)
+        if r is not None and 0 <= r[0] and r[1] < k:
+            return k, _rebuild(big, 0), small
+    return None
 
 
 def simplify_map(m: AffineMap, extents) -> AffineMap:

@@ -24,6 +24,7 @@ import zlib
 import numpy as np
 
 from .diagnostics import error
+from .dialect import level_index
 from .ir import Operation
 from .scalar_ops import numpy_dtype, quantize
 from .types import TensorType
@@ -39,10 +40,10 @@ def interpreter_for(module: Operation):
     from .registry import registry
 
     level = module_level(module)
-    if level is None:
-        raise error("cannot interpret this module: it holds no op of any level (torch, tensor, loop, ...)")
-    for d in registry().dialects().values():
-        if d.level == level and d.interpreter:
+    # A module with no op of any level (a function returning its arguments) means the same to every interpreter.
+    candidates = [d for d in registry().dialects().values() if d.interpreter and d.level is not None]
+    for d in sorted(candidates, key=lambda d: level_index(d.level)):
+        if level is None or d.level == level:
             mod, _, fn = d.interpreter.partition(":")
             return getattr(importlib.import_module(mod), fn)
     raise error(f"no reference interpreter is registered for the {level} level")

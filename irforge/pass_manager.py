@@ -165,7 +165,7 @@ def format_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, tuple):
-        return ",".join(format_value(x) for x in v)
+        return ",".join(format_value(x) for x in v) if v else '""'
     if isinstance(v, str) and (v == "" or re.search(r'[\s{}"]', v)):
         return f'"{v}"'
     return str(v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from .attributes import UNIT, DictAttr, SymbolRef, _Unit
 from .index_expr import AffineMap
@@ -205,19 +205,22 @@ class Printer:
             self.write("}")
 
     @contextmanager
-    def scope(self):
+    def scope(self, isolated: bool = False):
         """Names defined inside are forgotten at exit, so sibling regions may reuse them (values defined in a region
-        are not visible after it). `region` opens one; a custom header that declares a region's entry arguments
-        (`loop.for %i in 0..16 {`) wraps the header and the region in one, so sibling loops can both say `%i`."""
+        are not visible after it). Every op with regions and every region opens one. Anonymous values keep counting
+        up across a nested scope (`%3` after a loop whose body used `%1`, `%2`), except in an isolated-from-above
+        op, whose values are numbered from `%0`."""
         outer = self._scope
         inner = _Scope(outer)
         inner.used = set(outer.used)
-        inner.next_id = outer.next_id
+        inner.next_id = 0 if isolated else outer.next_id
         self._scope = inner
         try:
             yield
         finally:
             self._scope = outer
+            if not isolated:
+                outer.next_id = max(outer.next_id, inner.next_id)
 
     def define(self, v: Value) -> str:
         """Name a value being defined here (block arguments in custom headers)."""
@@ -225,20 +228,15 @@ class Printer:
 
     # ---- ops ----------------------------------------------------------------------------------------------------
     def print_op(self, op: Operation) -> None:
-        isolated = op.has_trait("isolated")
         if op.results:
             self.write(", ".join(self.define(r) for r in op.results), " = ")
-        if isolated:
-            self._scope = _Scope(self._scope)
-            self._scope.used = set(self._scope.parent.used)  # names stay unique across the nesting
-        try:
+        # An op with regions gets its own naming scope, so block arguments a custom header declares are released
+        # after the op exactly as the generic form's `^bb0(...)` ones are: both forms then name everything alike.
+        with self.scope(isolated=op.has_trait("isolated")) if op.regions else nullcontext():
             if op.print_custom is not None and not self.generic:
                 op.print_custom(self)
             else:
                 self.print_generic(op)
-        finally:
-            if isolated:
-                self._scope = self._scope.parent
         if self._loc_visible(op):
             self.write(" ", str(op.loc))
 

@@ -12,8 +12,9 @@
 
 The driver visits every op, tries the patterns that name it (or all, for `op_name = None`) in order of benefit,
 and when one applies re-queues what the rewrite touched (new ops, users of replaced values, defining ops of
-dropped operands). It stops when nothing applies; if it is still changing after `max_iterations` full sweeps it
-raises, naming the pattern that kept firing, rather than loop forever.
+dropped operands). It stops when nothing applies; if it is still changing after `max_iterations` full sweeps, or
+one sweep fires more than `max_iterations` times per op, it raises, naming the pattern that kept firing, rather
+than loop forever.
 """
 
 from __future__ import annotations
@@ -116,13 +117,20 @@ def apply_patterns(
     rw._listener = push
     any_change = False
     last_fired = None
-    for _ in range(max_iterations):
+    for sweep in range(max_iterations):
         rw.changed = False
         for op in root.walk(post_order=True):
             if op is not root:
                 push(op)
         worklist.reverse()  # pop() then visits in post-order: producers before consumers
+        # A pattern that re-queues what it rewrites could keep one sweep going forever; a sweep may fire at most
+        # `max_iterations` times per op it started with.
+        budget = max_iterations * (len(worklist) + 1)
         while worklist:
+            if budget <= 0:
+                raise error(
+                    f"rewrite patterns did not converge in sweep {sweep + 1} (last to fire: {last_fired})", root.loc
+                )
             op = worklist.pop()
             queued.discard(id(op))
             if op.parent is None or not _under(op, root):
@@ -133,6 +141,7 @@ def apply_patterns(
             for p in by_name.get(op.name, []) + generic:
                 if p.match_and_rewrite(op, rw):
                     last_fired = type(p).__name__
+                    budget -= 1
                     break
         if not rw.changed:
             return any_change

@@ -85,9 +85,9 @@ def _verify_operands(op: Operation, positions) -> None:
         # Walk up from the user to the block that defines the value; the op found there must come after the def.
         cur, crossed = op, None
         while cur is not None and cur.parent is not def_block:
-            if cur is not op and "isolated" in cur.traits and crossed is None:
-                crossed = cur
             cur = cur.parent_op
+            if cur is not None and crossed is None and "isolated" in cur.traits:
+                crossed = cur  # the value is used inside this op's regions but defined outside them
         if cur is None or def_block is None:
             raise op.error(f"operand #{i} uses a value that is not defined in an enclosing scope")
         if crossed is not None:

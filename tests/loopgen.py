@@ -179,3 +179,86 @@ def _naive_block(block, env, mem):
                 env.update(zip(rs, acc))
         elif not isinstance(op, YieldOp):
             raise AssertionError(f"naive interpreter: unexpected {op.name}")
+
+
+# ---- tensor-level programs the fusion passes must handle -------------------------------------------------------
+def tensor_module(arg_types, names, build):
+    """A tensor-level module: `build(builder, *args)` returns the outputs of `func.func @forward`."""
+    from irforge.dialects.tensor.builder import TensorBuilder
+
+    func = FuncOp.build("forward", arg_types, [], arg_hints=names)
+    module = ModuleOp()
+    module.body.append(func)
+    outs = build(TensorBuilder(block=func.body), *func.body.args)
+    func.body.append(ReturnOp(list(outs)))
+    ft = func.attributes["function_type"]
+    func.attributes["function_type"] = type(ft)(ft.inputs, tuple(v.type for v in outs))
+    return module
+
+
+def matmul(b, x, w):
+    """x[..., k] @ w[k, n] as the tensor level spells it: broadcast both to [..., k, n], multiply, reduce k."""
+    from irforge.index_expr import Dim
+
+    *lead, k = x.type.shape
+    n = w.type.shape[1]
+    r = len(lead)
+    shape = (*lead, k, n)
+    xb = b.index_map(x, shape, [Dim(i) for i in range(r + 1)])
+    wb = b.index_map(w, shape, [Dim(r), Dim(r + 1)])
+    s = b.reduce("add", b.ew("mul", xb, wb), [r])
+    return b.index_map(s, (*lead, n), [*(Dim(i) for i in range(r)), 0, Dim(r)])
+
+
+def softmax(b, x, axis, log=False):
+    m = b.reduce("max", x, [axis])
+    e = b.ew("exp", b.ew("sub", x, m))
+    s = b.reduce("add", e, [axis])
+    if log:
+        return b.ew("sub", b.ew("sub", x, m), b.ew("log", s))
+    return b.ew("div", e, s)
+
+
+@st.composite
+def softmax_programs(draw):
+    """Softmax (or log-softmax) over a random axis, with an optional prologue and epilogue, f32 or half types."""
+    from irforge.types import bf16, f16
+
+    dtype = draw(st.sampled_from([f32, f16, bf16]))
+    shape = draw(shapes(min_rank=1, max_rank=3, max_dim=6))
+    axis = draw(st.integers(0, len(shape) - 1))
+    log = draw(st.booleans())
+    scale = draw(st.sampled_from([None, 0.5, 3.0]))
+
+    def build(b, x, y):
+        h = b.ew("mul", x, scale) if scale is not None else x
+        if draw(st.booleans()):
+            h = b.ew("add", h, y)
+        h = b.cast(h, f32) if dtype != f32 else h
+        out = softmax(b, h, axis, log)
+        out = b.cast(out, dtype) if dtype != f32 else out
+        return [b.ew("mul", out, y) if draw(st.booleans()) else out]
+
+    return tensor_module([tensor(dtype, *shape)] * 2, ["x", "y"], build)
+
+
+@st.composite
+def sibling_programs(draw):
+    """Two reductions over one axis feeding one elementwise kernel: SwiGLU's gate and up, or mean and variance."""
+    rows, k, n = draw(st.integers(1, 4)), draw(st.integers(1, 6)), draw(st.integers(1, 5))
+    if draw(st.booleans()):
+
+        def build(b, x):
+            g = matmul(b, x, b.param("gate.weight", tensor(f32, k, n)))
+            u = matmul(b, x, b.param("up.weight", tensor(f32, k, n)))
+            return [b.ew("mul", b.ew("mul", g, b.ew("sigmoid", g)), u)]
+
+        return tensor_module([tensor(f32, rows, k)], ["x"], build)
+
+    def build(b, x):
+        mean = b.ew("div", b.reduce("add", x, [1]), float(k))
+        sq = b.ew("div", b.reduce("add", b.ew("mul", x, x), [1]), float(k))
+        var = b.ew("sub", sq, b.ew("mul", mean, mean))
+        return [b.ew("mul", b.ew("sub", x, mean), b.ew("rsqrt", b.ew("add", var, 1e-5)))]
+
+    return tensor_module([tensor(f32, rows, k)], ["x"], build)

@@ -28,7 +28,7 @@ def tensor_programs(draw, max_ops: int = 8, dtypes=FLOATS):
         x = draw(st.sampled_from(vals))
         s = x.type.shape
         kind = draw(st.sampled_from(["unary", "binary", "reduce", "permute", "broadcast", "reshape", "slice",
-                                     "select", "cast", "gather", "param", "scalar"]))  # fmt: skip
+                                     "select", "cast", "gather", "param", "scalar", "folding"]))  # fmt: skip
         if kind == "unary":
             v = b.ew(draw(st.sampled_from(["exp", "tanh", "neg", "abs", "sigmoid", "sqrt", "erf"])), x)
         elif kind == "binary":
@@ -61,6 +61,9 @@ def tensor_programs(draw, max_ops: int = 8, dtypes=FLOATS):
             v = b.select(b.ew("gt", x, 0.0), x, b.ew("neg", x))
         elif kind == "cast":
             v = b.cast(b.cast(x, draw(st.sampled_from(FLOATS))), x.type.dtype)
+        elif kind == "folding":  # constants that fold to 1: x * (1.5 + -0.5), broadcast from a smaller shape
+            one = b.ew("add", b.constant(1.5, x.type.dtype, s[1:]), b.constant(-0.5, x.type.dtype, s[1:]))
+            v = b.ew("mul", x, b.broadcast_to(one, s))
         elif kind == "gather":
             ax = draw(st.integers(0, len(s) - 1))
             idx = b.ew("remainder", b.iota(0, (3,)), s[ax])

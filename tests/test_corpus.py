@@ -3,14 +3,17 @@ PyTorch eager; the torch level's interpreter does too; and the tensor IR round-t
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from irforge import frontend
-from irforge.compiler import compile_program
+from irforge.compiler import Program, compile_program
 from irforge.parser import parse_module
+from irforge.pass_manager import run_pipeline
 from irforge.printer import print_module
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -19,19 +22,31 @@ FILES = sorted(CORPUS.glob("*.py"))
 PROGRAMS = [(name, entry) for name, entry in SNIPPETS.items()] + [(p.stem, {"file": str(p)}) for p in FILES]
 
 
-def load(entry) -> frontend.TorchProgram:
-    if "file" in entry:
-        return frontend.from_file(entry["file"])
-    return frontend.from_snippet(entry["code"].strip())
+@functools.cache
+def captured(name: str) -> Program:
+    """The program at the torch level, captured once for both tests."""
+    entry = dict(PROGRAMS)[name]
+    tp = frontend.from_file(entry["file"]) if "file" in entry else frontend.from_snippet(entry["code"].strip())
+    return compile_program(tp, "torch")
+
+
+def at_level(name: str, level: str) -> Program:
+    prog = captured(name)
+    if level == "torch":
+        return prog
+    module = prog.module.clone()
+    run_pipeline(module, "torch-to-tensor")
+    return dataclasses.replace(prog, module=module, level=level)
 
 
 def test_corpus_size():
     assert len(PROGRAMS) >= 40
 
 
-@pytest.mark.parametrize("entry", [e for _, e in PROGRAMS], ids=[n for n, _ in PROGRAMS])
-def test_tensor_level_matches_eager(entry):
-    prog = compile_program(load(entry), "tensor")
+@pytest.mark.parametrize("name", [n for n, _ in PROGRAMS])
+def test_tensor_level_matches_eager(name):
+    entry = dict(PROGRAMS)[name]
+    prog = at_level(name, "tensor")
     assert all(op.dialect in ("tensor", "func") for op in prog.module.walk() if op.name != "builtin.module")
     for i, c in enumerate(prog.check()):
         tol = entry.get("tol")
@@ -40,9 +55,9 @@ def test_tensor_level_matches_eager(entry):
     assert print_module(parse_module(text)) == text
 
 
-@pytest.mark.parametrize("entry", [e for _, e in PROGRAMS], ids=[n for n, _ in PROGRAMS])
-def test_torch_level_matches_eager(entry):
-    prog = compile_program(load(entry), "torch")
+@pytest.mark.parametrize("name", [n for n, _ in PROGRAMS])
+def test_torch_level_matches_eager(name):
+    prog = at_level(name, "torch")
     for i, c in enumerate(prog.check()):
         assert c.ok, f"output #{i}: {c}"
     text = print_module(prog.module)

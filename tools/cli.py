@@ -52,6 +52,10 @@ def _compile_run(args, out, err) -> int:
         hooks.append(instrumentation.PrintPassNames(stream=err))
     elif args.verbose >= 2:
         hooks.append(instrumentation.PrintIRDiff(stream=err))
+    if args.check and args.ir == "cuda":
+        from irforge.diagnostics import error
+
+        raise error("--check runs the level's reference interpreter, and the cuda level has none: use `irforge run`")
     prog = compile_program(tp, args.ir, hooks)
     text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
     if args.output == "-":
@@ -61,8 +65,10 @@ def _compile_run(args, out, err) -> int:
             f.write(text)
     if not args.check:
         return 0
+    from irforge.testing import output_types
+
     ok = True
-    types = prog.module.body.ops[0].attributes["function_type"].outputs
+    types = output_types(prog.module)
     for i, (c, t) in enumerate(zip(prog.check(), types)):
         err.write(f"check: output #{i} ({t}) vs PyTorch eager: {c}\n")
         ok &= c.ok
@@ -71,10 +77,55 @@ def _compile_run(args, out, err) -> int:
     return 0 if ok else 1
 
 
+# ---- run -------------------------------------------------------------------------------------------------------
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
+    src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
+    p.add_argument("--bench", action="store_true", help="also time irforge, eager and torch.compile (one table)")
+    p.add_argument("--reps", type=int, default=100, help="timed runs per system with --bench (median; default 100)")
+    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs")
+
+
+def _run_run(args, out, err) -> int:
+    from irforge.runtime import has_gpu
+
+    if not has_gpu():
+        err.write("irforge run: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n")
+        return 1
+    from irforge import frontend, instrumentation
+    from irforge.compiler import compile_program
+    from irforge.runner import bench_setup, check_on_gpu, harness_module
+
+    tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
+    hooks = [instrumentation.PrintPassNames(stream=err)] if args.verbose else []
+    prog = compile_program(tp, "cuda", hooks)
+    ok = True
+    for i, (_, c) in enumerate(check_on_gpu(prog)):
+        out.write(f"output #{i}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g} vs PyTorch eager ")
+        out.write(f"(tolerance {c.tol:.3g}): {'ok' if c.ok else 'MISMATCH'}{f' ({c.note})' if c.note else ''}\n")
+        ok &= c.ok
+    if not ok:
+        err.write("irforge run: the GPU results do not match PyTorch eager\n")
+        return 1
+    if args.bench:
+        harness = harness_module()
+        case, system = bench_setup(tp, prog, args.snippet or args.file)
+        if args.reps < 100:
+            os.environ["IRFORGE_BENCH_QUICK"] = "1"  # the method asks for >= 100; fewer only when asked for
+        systems = [harness.eager(), harness.torch_compile(), system]
+        report = harness.run_suite([case], systems, reps=args.reps, log=lambda s: err.write(s + "\n"))
+        out.write(harness.markdown(report))
+    return 0
+
+
 COMMANDS = {
     c.name: c
     for c in [
         Command("compile", "capture a PyTorch program and print its IR at a level", _compile_arguments, _compile_run),
+        Command(
+            "run", "compile a PyTorch program to CUDA, run it on the GPU, compare with eager", _run_arguments, _run_run
+        ),
     ]
 }
 

@@ -30,7 +30,11 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("-p", "--pass-pipeline", default="", metavar="PIPE", help="the pipeline to run")
     ap.add_argument("--list-passes", action="store_true", help="list passes with summaries, options and levels")
     ap.add_argument("--list-dialects", action="store_true", help="list the loaded dialects")
-    ap.add_argument("--dump-pass-pipeline", action="store_true", help="print the fully expanded pipeline to stderr")
+    ap.add_argument(
+        "--dump-pass-pipeline",
+        action="store_true",
+        help="print the fully expanded pipeline to stderr (with no input file given, only that)",
+    )
     ap.add_argument("--generic", action="store_true", help="print every op in the generic form")
     ap.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     ap.add_argument("--split-input-file", action="store_true", help="process chunks separated by '// -----' alone")
@@ -78,6 +82,7 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
 
 
 def _run(args, stdin, stdout, stderr) -> int:
+    from irforge.diagnostics import IRForgeError
     from irforge.registry import registry
 
     if args.list_passes:
@@ -101,10 +106,15 @@ def _run(args, stdin, stdout, stderr) -> int:
     if args.run_reproducer:
         pipeline = _reproducer_pipeline(text, name)
 
+    build_pass_manager(pipeline)  # a bad pipeline is one error, before any chunk is processed
     chunks = _split(text) if args.split_input_file else [(text, 0)]
     outputs, failed = [], False
     for k, (chunk, offset) in enumerate(chunks):
-        out, ok = _process_chunk(args, pipeline, chunk, offset, name, k, len(chunks), stderr)
+        try:
+            out, ok = _process_chunk(args, pipeline, chunk, offset, name, k, len(chunks), stderr)
+        except IRForgeError as e:  # report it and go on with the next chunk, as mlir-opt does
+            stderr.write(e.render() + "\n")
+            out, ok = None, False
         failed |= not ok
         if out is not None:
             outputs.append(out)

@@ -125,6 +125,17 @@ template <> struct irf_cast_to<__nv_bfloat16> {
   static IRF_DEV __nv_bfloat16 from(__half x) { return __float2bfloat16(__half2float(x)); }
   static IRF_DEV __nv_bfloat16 from(__nv_bfloat16 x) { return x; }
 };
+// Floats into narrow integers go through 64 bits, then wrap: defined behaviour, and what the numpy reference does.
+#define IRF_NARROW_INT_CAST(T) \
+  template <> struct irf_cast_to<T> { \
+    template <typename From> static IRF_DEV T from(From x) { return (T)(long long)x; } \
+    static IRF_DEV T from(__half x) { return (T)(long long)__half2float(x); } \
+    static IRF_DEV T from(__nv_bfloat16 x) { return (T)(long long)__bfloat162float(x); } \
+  };
+IRF_NARROW_INT_CAST(int)
+IRF_NARROW_INT_CAST(short)
+IRF_NARROW_INT_CAST(signed char)
+IRF_NARROW_INT_CAST(unsigned char)
 template <typename To, typename From> IRF_DEV To irf_cast(From x) { return irf_cast_to<To>::from(x); }
 
 // ---- memory: N contiguous elements, moved 16 bytes (or the whole access, if smaller) at a time ----

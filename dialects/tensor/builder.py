@@ -126,11 +126,6 @@ class TensorBuilder:
         shape = tuple(1 if i in axes else n for i, n in enumerate(t.shape))
         return self.insert(ReduceOp([x], [t.with_shape(shape)], {"kind": kind, "axes": axes}, loc=self.loc))
 
-    def sum(self, x: Value, axes: Sequence[int], *, acc: ScalarType | None = None) -> Value:
-        """Sum over `axes`, accumulating in `acc` (default: f32 for half types), cast back to x's type."""
-        acc = acc or accumulator_type(x.type.dtype)
-        return self.cast(self.reduce("add", self.cast(x, acc), axes), x.type.dtype)
-
     def mean(self, x: Value, axes: Sequence[int]) -> Value:
         """Mean over `axes` in x's (float) type; callers wanting f32 accumulation cast first."""
         n = 1
@@ -143,7 +138,7 @@ class TensorBuilder:
         """`result[d] = x[exprs(d)]` with `result` of `shape`; an identity map returns `x` itself."""
         shape = tuple(shape)
         m = ix.simplify_map(AffineMap(len(shape), tuple(ix.as_expr(e) for e in exprs)), shape)
-        if m.is_identity and shape == x.type.shape:
+        if shape == x.type.shape and is_identity(m, shape):
             return x
         return self.insert(IndexMapOp([x], [x.type.with_shape(shape)], {"map": m}, loc=self.loc))
 
@@ -185,6 +180,13 @@ class TensorBuilder:
             "index_map": ix.simplify_map(AffineMap(len(shape), tuple(map(ix.as_expr, index_exprs))), shape),
         }
         return self.insert(GatherOp([x, indices], [x.type.with_shape(shape)], attrs, loc=self.loc))
+
+
+def is_identity(m: AffineMap, shape: Sequence[int]) -> bool:
+    """Whether `m` reads every coordinate of `shape` where it is (a size-1 dimension may read coordinate 0)."""
+    return len(m.results) == len(shape) == m.num_dims and all(
+        e == Dim(i) or (shape[i] == 1 and e == ix.Const(0)) for i, e in enumerate(m.results)
+    )
 
 
 def accumulator_type(dtype: ScalarType) -> ScalarType:

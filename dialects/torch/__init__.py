@@ -13,6 +13,9 @@ lists, dtypes such as `f16`) is an attribute. This module does not import torch.
 
 from __future__ import annotations
 
+import json
+import re
+
 from irforge.attributes import UNIT, DictAttr, SymbolRef
 from irforge.dialect import Dialect, grammar_file
 from irforge.ir import Operation, Value
@@ -75,10 +78,19 @@ class AtenOp(Operation):
 
     def print_custom(self, p):
         args, kwargs = self.call_args()
-        parts = [_format_arg(p, a) for a in args] + [f"{k} = {_format_arg(p, v)}" for k, v in kwargs.items()]
+        parts = [_format_arg(p, a) for a in args] + [f"{_key(k)} = {_format_arg(p, v)}" for k, v in kwargs.items()]
         p.write(self.name, "(", ", ".join(parts), ") : ")
         types = [r.type for r in self.results]
         p.write(p.type(types[0]) if len(types) == 1 else f"({p.types(types)})")
+
+
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# words that lex as something else where a keyword argument's name goes: keywords, types, dimensions
+_NOT_BARE = re.compile(r"(true|false|none|inf|nan|f64|f32|f16|bf16|i64|i32|i16|i8|u8|bool|index|d[0-9]+)\Z")
+
+
+def _key(k: str) -> str:
+    return k if _BARE_KEY.match(k) and not _NOT_BARE.match(k) else json.dumps(k, ensure_ascii=False)
 
 
 def _count_slots(values) -> int:
@@ -152,6 +164,9 @@ class TorchSyntax:
 
     def torch_kwarg(self, c):
         return _Kwarg(str(c[0]), c[1], c[0])
+
+    def torch_quoted_kwarg(self, c):
+        return _Kwarg(self.string(c[0]), c[1], c[0])
 
     def torch_one_result(self, c):
         return [c[0]]

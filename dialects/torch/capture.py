@@ -94,11 +94,13 @@ def _dtype_list() -> str:
     return ", ".join(str(d).removeprefix("torch.") for d in DTYPES)
 
 
-def tensor_type(t: torch.Tensor, loc: Location = UNKNOWN) -> TensorType:
+def tensor_type(t: torch.Tensor, loc: Location = UNKNOWN, what: str = "a tensor") -> TensorType:
     shape = []
     for d in t.shape:
         if not isinstance(d, int):
-            raise error(f"the shape {list(t.shape)} depends on the data: irforge compiles static shapes only", loc)
+            raise error(
+                f"the shape of {what} ({list(t.shape)}) depends on the data: irforge compiles static shapes only", loc
+            )
         shape.append(d)
     return TensorType(dtype_of(t.dtype, loc), tuple(shape))
 
@@ -300,7 +302,7 @@ class Translator:
         vals = list(val) if isinstance(val, (tuple, list)) else [val]
         if any(not isinstance(v, torch.Tensor) for v in vals):
             raise error(f"'{aten}' gives {type(vals[0]).__name__}, not tensors: irforge compiles tensor programs", loc)
-        types = [tensor_type(v, loc) for v in vals]
+        types = [tensor_type(v, loc, f"'{aten}'") for v in vals]
         attrs = {"args": args, **({"kwargs": DictAttr(kwargs)} if kwargs else {})}
         hints = [node.name] if len(types) == 1 else [f"{node.name}_{i}" for i in range(len(types))]
         op = AtenOp(operands, types, attrs, loc=loc, name=f"torch.{aten}", result_hints=hints)

@@ -1,4 +1,8 @@
-"""The torch dialect's reference interpreter: each op runs as its ATen op in PyTorch eager (on the CPU)."""
+"""The torch dialect's reference interpreter: each op runs as its ATen op in PyTorch eager (on the CPU).
+
+IR halfway through torch-to-tensor (torch and tensor ops together) runs too: tensor ops go to the tensor
+dialect's interpreter, so every decomposition pass can be checked on its own.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +30,15 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
         if op.name == "torch.param":
             t = op.result.type
             env[op.result] = to_torch(param_value(op.attributes["sym"].name, t, params, seed), t.dtype)
+            continue
+        if op.name == "tensor.param":
+            t = op.result.type
+            env[op.result] = to_torch(param_value(op.attributes["sym"].name, t, params, seed), t.dtype)
+            continue
+        if op.dialect == "tensor":  # IR halfway through torch-to-tensor: tensor ops run in their own interpreter
+            from irforge.dialects.tensor.interpreter import evaluate_op
+
+            env[op.result] = to_torch(evaluate_op(op, [to_numpy(env[v]) for v in op.operands]), op.result.type.dtype)
             continue
         if not op.name.startswith("torch.aten."):
             raise op.error("has no meaning in the torch interpreter")

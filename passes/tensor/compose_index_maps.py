@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects.tensor import GatherOp, IndexMapOp
+from irforge.dialects.tensor.builder import is_identity
 
 from irforge import index_expr as ix
 from irforge.index_expr import AffineMap, Dim
@@ -26,7 +27,7 @@ class _Chain(RewritePattern):
             composed = _simplified(producer.attributes["map"].compose(m), shape)
             rw.replace_op(op, IndexMapOp([producer.input], [op.result.type], {"map": composed}, loc=op.loc))
             return True
-        if m.is_identity and src.type == op.result.type:
+        if src.type == op.result.type and is_identity(m, shape):
             rw.replace_op(op, [src])
             return True
         simpler = _simplified(m, shape)

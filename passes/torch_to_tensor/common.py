@@ -129,7 +129,8 @@ def representable(value, dtype: ScalarType) -> bool:
 
     if isinstance(value, bool) or not dtype.is_float:
         return True
-    return bool(quantize(np.array(float(value)), dtype) == float(value)) or value != value
+    # compare as Python floats: numpy would convert `value` to the array's (half) type first
+    return float(quantize(np.array(float(value)), dtype)) == float(value) or value != value
 
 
 def operand(b: TensorBuilder, x, dtype: ScalarType, shape) -> Value:

@@ -5,18 +5,18 @@ from irforge.dialects.torch import AtenOp
 
 from .common import Decomposition, in_f32, rtype
 
-# torch.finfo(dtype).eps: rms_norm's default epsilon
-_EPS = {"f64": 2.220446049250313e-16, "f32": 1.1920928955078125e-07, "f16": 0.0009765625, "bf16": 0.0078125}
+# rms_norm's default epsilon: the machine epsilon of the type it computes in (f32 for half types)
+_EPS = {"f64": 2.220446049250313e-16, "f32": 1.1920928955078125e-07}
 
 
 def _rms_norm(op: AtenOp, b: TensorBuilder):
     x, shape = op.arg(0, "input"), op.arg(1, "normalized_shape")
     weight, eps = op.arg(2, "weight", None), op.arg(3, "eps", None)
     t = rtype(op)
-    if eps is None:
-        eps = _EPS[x.type.dtype.name]
     axes = list(range(x.type.rank - len(shape), x.type.rank))
     xf = in_f32(b, x)
+    if eps is None:
+        eps = _EPS[xf.type.dtype.name]
     ms = b.mean(b.ew("mul", xf, xf), axes)
     y = b.ew("mul", xf, b.ew("rsqrt", b.ew("add", ms, eps)))
     if weight is not None:
@@ -27,7 +27,7 @@ def _rms_norm(op: AtenOp, b: TensorBuilder):
 class DecomposeRmsNorm(Decomposition):
     """rms_norm: x * rsqrt(mean(x^2) + eps) * weight over the normalized (last) dims, in f32 for half types.
 
-    eps defaults to the input type's machine epsilon, as in PyTorch.
+    eps defaults to the machine epsilon of the compute type (f32 for half types), as in PyTorch.
     """
 
     name = "decompose-rms-norm"

@@ -1,0 +1,905 @@
+"""The `tile` dialect: the GPU schedule of each kernel (docs/dialects/tile.md).
+
+    func.func @forward(%x: f32[1,32,2048]) -> f32[1,32,2048] {
+      %w = tile.param @rms_norm.weight : f32[2048]
+      %y = tile.buffer f32[1,32,2048]
+      tile.kernel @k_rms_norm grid(32) block(256) {
+        tile.for %a1 in 0..32 by blockIdx.x {                          // block b takes row b
+          %x_smem = tile.stage %x[0, %a1, 0] -> smem : f32[1,1,2048]    // the row, copied once into shared memory
+          %part = tile.reduce %r2 in 0..2048 by threadIdx.x vector 4 add(0.0) -> f32 {   // thread-strided
+            %v = tile.load %x_smem[0, 0, %r2]
+            %sq = scalar.mul %v, %v : f32
+            tile.yield %sq
+          }
+          %sum = tile.combine add(%part) over threadIdx.x : f32          // warp shuffles + shared-memory tree
+          ...
+          tile.for %a2 in 0..2048 by threadIdx.x vector 4 { ... tile.store %y[0, %a1, %a2] = %o }
+        }
+      }
+      func.return %y
+    }
+
+The program structure is the loop level's (a function of kernels that read and write buffers in order); what this
+level adds is *where* each loop runs. Every thread of every block runs the kernel body, as in CUDA; a loop may be
+distributed `by` hardware axes (`blockIdx.x|y|z`, `threadIdx.x|y|z`): its iteration space, in work items of `vector`
+consecutive iterations along the innermost dimension, is dealt round-robin to the units those axes number (unit `u`
+runs work items `u, u + P, u + 2P, ...`, P the product of the axes' launch sizes), so any launch size stays correct.
+A loop without `by` runs whole in every thread that reaches it. `tile.combine` folds the reduction carriers of the
+threads that differ only along its axes (every one of them receives the result); `tile.stage` copies a box of a
+buffer into the block's shared memory. A store happens once per point: in the thread whose index is 0 along every
+launch axis (of size > 1) that no enclosing loop is distributed over.
+
+The reference interpreter (`interpreter.py`) executes exactly these semantics on numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+from irforge.attributes import SymbolRef
+from irforge.dialect import Dialect, grammar_file
+from irforge.index_expr import AffineMap
+from irforge.ir import Block, Operation, OpResult, Region, Value
+from irforge.location import UNKNOWN
+from irforge.parser import OpAST, bind_index_values
+from irforge.scalar_ops import MONOIDS
+from irforge.types import ScalarType, TensorType, index
+
+from ..loop import indexing
+
+BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+AXES = BLOCK_AXES + THREAD_AXES
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---- program structure ----------------------------------------------------------------------------------------
+class KernelOp(Operation):
+    """One kernel and its launch shape: `grid` blocks of `block` threads (x, y, z). Pipelines reach it as
+    `kernel(...)`; a `tune = {pass-name = {option = value}}` attribute overrides the tile passes' options."""
+
+    name = "tile.kernel"
+    operand_names = ()
+    result_names = ()
+    attribute_types = {"sym_name": str, "grid": tuple, "block": tuple}
+    num_regions = 1
+    traits = frozenset({"single_block", "no_terminator"})
+    anchor_aliases = ("kernel",)
+
+    @staticmethod
+    def build(name: str, grid=(1, 1, 1), block=(1, 1, 1), loc=UNKNOWN, attributes=None) -> KernelOp:
+        attrs = {**(attributes or {}), "sym_name": name, "grid": tuple(grid), "block": tuple(block)}
+        return KernelOp((), (), attrs, [Region([Block()])], loc)
+
+    @property
+    def sym_name(self) -> str:
+        return self.attributes["sym_name"]
+
+    def axis_size(self, axis: str) -> int:
+        """The launch size along a hardware axis (`blockIdx.y` -> grid y)."""
+        group, dim = axis.split(".")
+        return self.attributes["grid" if group == "blockIdx" else "block"]["xyz".index(dim)]
+
+    def set_axis_size(self, axis: str, size: int) -> None:
+        group, dim = axis.split(".")
+        key = "grid" if group == "blockIdx" else "block"
+        dims = list(self.attributes[key])
+        dims["xyz".index(dim)] = size
+        self.attributes[key] = tuple(dims)
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.attributes["block"])
+
+    def stored_buffers(self) -> list:
+        """Buffers this kernel writes, in order of first store."""
+        return list(dict.fromkeys(op.buffer for op in self.walk() if isinstance(op, StoreOp)))
+
+    def read_buffers(self) -> list:
+        """Function-level buffers this kernel reads (loads and stages), in order of first read."""
+        reads = (op.operands[0] for op in self.walk() if isinstance(op, (LoadOp, StageOp)))
+        return list(dict.fromkeys(v for v in reads if not _is_stage(v)))
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        for other in self.parent.ops:
+            if other is self:
+                break
+            if isinstance(other, KernelOp) and other.sym_name == self.sym_name:
+                raise self.error(f"redefines kernel '@{self.sym_name}'", notes=[("first defined here", other.loc)])
+        for what in ("grid", "block"):
+            dims = self.attributes[what]
+            if len(dims) != 3 or any(not _is_int(d) or d <= 0 for d in dims):
+                raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
+        if self.threads > 1024:
+            raise self.error(f"has {self.threads} threads per block; the limit is 1024")
+        written = set()
+        for op in self.walk():
+            if isinstance(op, StoreOp):
+                buf = op.buffer
+                if not (isinstance(buf, OpResult) and isinstance(buf.op, BufferOp)):
+                    raise op.error("writes a function argument or param; inputs and params are read-only")
+                written.add(buf)
+        for op in self.walk():
+            if isinstance(op, (LoadOp, StageOp)) and op.operands[0] in written:
+                raise op.error("reads a buffer its own kernel writes; a kernel's reads must not see its stores")
+
+    def print_custom(self, p):
+        a = self.attributes
+        p.write("tile.kernel ", str(SymbolRef(self.sym_name)))
+        p.write(" grid(", _dims_text(a["grid"]), ") block(", _dims_text(a["block"]), ")")
+        p.attr_dict(a, elide=("sym_name", "grid", "block"), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0])
+
+
+def _dims_text(dims) -> str:
+    d = list(dims)
+    while len(d) > 1 and d[-1] == 1:
+        d.pop()
+    return ", ".join(map(str, d))
+
+
+def launch_dims(dims) -> tuple[int, int, int]:
+    dims = list(dims)
+    return tuple(dims + [1] * (3 - len(dims))) if len(dims) <= 3 else tuple(dims)
+
+
+class BufferOp(Operation):
+    """A buffer the program allocates: an intermediate, or an output when the function returns it."""
+
+    name = "tile.buffer"
+    operand_names = ()
+    result_names = ("result",)
+    num_regions = 0
+
+    @staticmethod
+    def build(t: TensorType, hint: str | None = None, loc=UNKNOWN) -> BufferOp:
+        return BufferOp((), [t], {}, loc=loc, result_hints=[hint])
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        if self.attributes:
+            return p.print_generic(self)
+        p.write("tile.buffer ", p.type(self.result.type))
+
+
+class ParamOp(Operation):
+    """A named, read-only buffer whose value lives in the program's param store (a weight)."""
+
+    name = "tile.param"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+
+    @staticmethod
+    def build(sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN) -> ParamOp:
+        return ParamOp((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"sym"}:
+            return p.print_generic(self)
+        p.write("tile.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+
+
+# ---- loops -----------------------------------------------------------------------------------------------------
+class LoopOp(Operation):
+    """Shared by `tile.for` and `tile.reduce`: an iteration space (one index per dimension, each from 0), optionally
+    distributed `by` hardware axes, in work items of `vector` iterations along the innermost dimension."""
+
+    num_regions = 1
+
+    @property
+    def ivs(self) -> list:
+        return list(self.body.args)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @property
+    def bind(self) -> tuple[str, ...]:
+        return tuple(self.attributes.get("bind", ()))
+
+    @property
+    def vector(self) -> int:
+        return self.attributes.get("vector", 1)
+
+    @property
+    def iterations(self) -> int:
+        return math.prod(self.extents)
+
+    @property
+    def work_items(self) -> int:
+        return self.iterations // self.vector
+
+    def units(self, kernel: KernelOp | None = None) -> int:
+        """How many units the loop is dealt to (1: it runs whole in each thread)."""
+        kernel = kernel or kernel_of(self)
+        return math.prod(kernel.axis_size(a) for a in self.bind)
+
+    def _verify_loop(self):
+        extents = self.extents
+        if any(not _is_int(e) or e < 0 for e in extents):
+            raise self.error(f"has a negative or non-integer extent in {list(extents)}")
+        args = self.body.args
+        if len(args) != len(extents) or any(a.type != index for a in args):
+            raise self.error(f"needs {len(extents)} block argument(s) of type index (the loop indices)")
+        k = kernel_of(self)
+        if k is None:
+            raise self.error("must be inside a tile.kernel")
+        bind = self.attributes.get("bind", ())
+        if not isinstance(bind, tuple) or any(a not in AXES for a in bind):
+            raise self.error(f"distributes over {', '.join(map(str, bind))}; the axes are {', '.join(AXES)}")
+        if len(set(bind)) != len(bind):
+            raise self.error("names a hardware axis twice")
+        outer = bound_axes(self)
+        for a in bind:
+            if a in outer:
+                raise self.error(f"distributes over {a}, which an enclosing loop is already distributed over")
+        v = self.attributes.get("vector", 1)
+        if not _is_int(v) or v < 1:
+            raise self.error(f"vector must be a positive integer, got {v!r}")
+        if extents and extents[-1] % v:
+            raise self.error(f"vector {v} does not divide the innermost extent {extents[-1]}")
+        if not extents and v != 1:
+            raise self.error("a loop without dimensions cannot be vectorized")
+
+    def _print_schedule(self, p):
+        if self.bind:
+            p.write(" by ", ", ".join(self.bind))
+        if self.vector != 1:
+            p.write(f" vector {self.vector}")
+
+
+class ForOp(LoopOp):
+    """A free (parallel) loop over one or more dimensions: iterations are independent; its body stores results."""
+
+    name = "tile.for"
+    operand_names = ()
+    result_names = ()
+    attribute_types = {"extents": tuple}
+    optional_attributes = {"bind": tuple, "vector": int}
+    traits = frozenset({"single_block"})
+    bind, vector = LoopOp.bind, LoopOp.vector  # the defaults (no axes, 1), not the bare optional attributes
+
+    @staticmethod
+    def build(extents, bind=(), vector: int = 1, iv_hints=None, loc=UNKNOWN) -> ForOp:
+        attrs = {"extents": tuple(extents)}
+        if bind:
+            attrs["bind"] = tuple(bind)
+        if vector != 1:
+            attrs["vector"] = vector
+        region = Region([Block([index] * len(extents), iv_hints)])
+        return ForOp((), (), attrs, [region], loc)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return tuple(self.attributes["extents"])
+
+    def verify_(self):
+        self._verify_loop()
+        if not self.extents:
+            raise self.error("needs at least one dimension")
+        if any(isinstance(a, ReduceOp) for a in ancestors(self)):
+            raise self.error("cannot be inside a tile.reduce (a reduction's body only computes its elements)")
+
+    def print_custom(self, p):
+        with p.scope():
+            p.write("tile.for ", ", ".join(p.define(v) for v in self.ivs), " in ")
+            p.write(", ".join(f"0..{e}" for e in self.extents))
+            self._print_schedule(p)
+            p.attr_dict(self.attributes, elide=("extents", "bind", "vector"), prefix=" attributes ")
+            p.write(" ")
+            p.region(self.regions[0], print_entry_args=False)
+
+
+class ReduceOp(LoopOp):
+    """A reduce loop: folds the element its body yields each iteration into carriers, one monoid per carrier (as
+    `loop.reduce`). Distributed `by` axes, each unit folds its own work items: the result is that unit's partial
+    carrier, which a `tile.combine` over the same axes completes."""
+
+    name = "tile.reduce"
+    operand_names = ()
+    attribute_types = {"extent": int, "monoids": tuple, "init": tuple}
+    optional_attributes = {"bind": tuple, "vector": int}
+    traits = frozenset({"single_block", "pure"})
+    bind, vector = LoopOp.bind, LoopOp.vector
+
+    @staticmethod
+    def build(
+        extent: int, monoids, init, result_types, bind=(), vector=1, iv_hint=None, result_hints=None, loc=UNKNOWN
+    ):
+        attrs = {"extent": extent, "monoids": tuple(monoids), "init": tuple(tuple(i) for i in init)}
+        if bind:
+            attrs["bind"] = tuple(bind)
+        if vector != 1:
+            attrs["vector"] = vector
+        region = Region([Block([index], [iv_hint])])
+        return ReduceOp((), list(result_types), attrs, [region], loc, result_hints=result_hints)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return (self.attributes["extent"],)
+
+    @property
+    def iv(self) -> Value:
+        return self.body.args[0]
+
+    @property
+    def carriers(self) -> list[tuple]:
+        """[(Monoid, init values, result values)] per carrier."""
+        return carriers_of(self.attributes["monoids"], self.attributes["init"], self.results)
+
+    @property
+    def yielded(self) -> tuple:
+        return self.body.ops[-1].operands
+
+    def verify_(self):
+        self._verify_loop()
+        monoids, init = self.attributes["monoids"], self.attributes["init"]
+        if len(monoids) != len(init) or not monoids:
+            raise self.error("needs one init tuple per monoid, and at least one monoid")
+        _verify_carriers(self, monoids, [len(i) for i in init], [r.type for r in self.results])
+        at = 0
+        for name, values in zip(monoids, init):
+            for v, r in zip(values, self.results[at : at + len(values)]):
+                if not _init_fits(v, r.type):
+                    raise self.error(f"init {v!r} of '{name}' does not fit its {r.type} carrier")
+            at += len(values)
+        term = self.body.ops[-1] if self.body.ops else None
+        if not isinstance(term, YieldOp):
+            raise self.error("body must end with tile.yield")
+        got = [v.type for v in term.operands]
+        want = [r.type for r in self.results]
+        if got != want:
+            raise term.error(
+                f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})"
+            )
+        for op in self.walk():
+            if isinstance(op, (StoreOp, StageOp)):
+                raise op.error("cannot be inside a tile.reduce (a reduction's body only computes its elements)")
+
+    def print_custom(self, p):
+        carriers = ", ".join(
+            f"{m}({', '.join(p.attr(v) for v in init)})"
+            for m, init in zip(self.attributes["monoids"], self.attributes["init"])
+        )
+        with p.scope():
+            p.write("tile.reduce ", p.define(self.iv), f" in 0..{self.attributes['extent']}")
+            self._print_schedule(p)
+            p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
+            p.attr_dict(self.attributes, elide=("extent", "monoids", "init", "bind", "vector"), prefix=" attributes ")
+            p.write(" ")
+            p.region(self.regions[0], print_entry_args=False)
+
+
+def carriers_of(monoids, widths_or_init, values) -> list[tuple]:
+    """[(Monoid, init-or-width, values)] per carrier, splitting `values` by each carrier's width."""
+    out, at = [], 0
+    for name, w in zip(monoids, widths_or_init):
+        n = len(w) if isinstance(w, tuple) else w
+        out.append((MONOIDS[name], w, tuple(values[at : at + n])))
+        at += n
+    return out
+
+
+def _verify_carriers(op, monoids, widths, types) -> None:
+    at = 0
+    for name, width in zip(monoids, widths):
+        m = MONOIDS.get(name) if isinstance(name, str) else None
+        if m is None:
+            raise op.error(f"unknown monoid {name!r}; monoids are {', '.join(MONOIDS)}")
+        why = m.check_width(width)
+        if why:
+            raise op.error(why)
+        ts = types[at : at + width]
+        if len(ts) != width:
+            raise op.error(f"has {len(types)} carrier value(s) but its monoids need more")
+        for t in ts:
+            if not isinstance(t, ScalarType):
+                raise op.error(f"carriers are scalars, got {t}")
+        why = m.check_types(list(ts))
+        if why:
+            raise op.error(why)
+        at += width
+    if at != len(types):
+        raise op.error(f"has {len(types)} carrier value(s) but its monoids take {at}")
+
+
+def _init_fits(v, t: ScalarType) -> bool:
+    if t.name == "bool":
+        return isinstance(v, bool)
+    if t.is_float:
+        return isinstance(v, float)
+    return _is_int(v)
+
+
+class YieldOp(Operation):
+    """Ends a tile.reduce body: the element this iteration contributes (one value per carrier component)."""
+
+    name = "tile.yield"
+    operand_names = ("*values",)
+    result_names = ()
+    num_regions = 0
+    traits = frozenset({"terminator"})
+
+    def verify_(self):
+        if not isinstance(self.parent_op, ReduceOp):
+            raise self.error("must end a tile.reduce body")
+
+    def print_custom(self, p):
+        if self.attributes:
+            return p.print_generic(self)
+        p.write("tile.yield ", p.values(self.operands))
+
+
+class CombineOp(Operation):
+    """The cross-thread combine of reduction carriers: the threads that differ only along the `over` axes fold
+    their carriers with each carrier's monoid, and every one of them gets the result. All of them must reach it."""
+
+    name = "tile.combine"
+    operand_names = ("*values",)
+    attribute_types = {"monoids": tuple, "widths": tuple, "over": tuple}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @staticmethod
+    def build(monoids, widths, values, over, loc=UNKNOWN, result_hints=None) -> CombineOp:
+        attrs = {"monoids": tuple(monoids), "widths": tuple(widths), "over": tuple(over)}
+        return CombineOp(list(values), [v.type for v in values], attrs, loc=loc, result_hints=result_hints)
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return list(operand_types)
+
+    @property
+    def over(self) -> tuple[str, ...]:
+        return tuple(self.attributes["over"])
+
+    @property
+    def carriers(self) -> list[tuple]:
+        """[(Monoid, width, operand values)] per carrier."""
+        return carriers_of(self.attributes["monoids"], self.attributes["widths"], self.operands)
+
+    def verify_(self):
+        monoids, widths, over = self.attributes["monoids"], self.attributes["widths"], self.attributes["over"]
+        if not monoids or len(widths) != len(monoids) or any(not _is_int(w) for w in widths):
+            raise self.error("needs at least one monoid, and one width (its number of components) per monoid")
+        _verify_carriers(self, monoids, widths, [v.type for v in self.operands])
+        if [r.type for r in self.results] != [v.type for v in self.operands]:
+            raise self.error("results must have the types of the combined values")
+        if not over or any(a not in AXES for a in over) or len(set(over)) != len(over):
+            raise self.error(f"combines over {', '.join(map(str, over))}; name distinct axes among {', '.join(AXES)}")
+        if kernel_of(self) is None:
+            raise self.error("must be inside a tile.kernel")
+        outer = bound_axes(self)
+        for a in over:
+            if a in outer:
+                raise self.error(
+                    f"combines over {a}, but an enclosing loop is distributed over it (its threads hold different "
+                    "points)"
+                )
+
+    def print_custom(self, p):
+        parts = [f"{m.name}({p.values(vals)})" for m, _, vals in self.carriers]
+        p.write("tile.combine ", ", ".join(parts), " over ", ", ".join(self.over))
+        p.attr_dict(self.attributes, elide=("monoids", "widths", "over"))
+        p.write(" : ", p.types(r.type for r in self.results))
+
+
+# ---- memory and indices ----------------------------------------------------------------------------------------
+def _is_stage(v: Value) -> bool:
+    return isinstance(v, OpResult) and isinstance(v.op, StageOp)
+
+
+def _is_function_buffer(v: Value) -> bool:
+    from irforge.builtin import FuncOp
+
+    if isinstance(v, OpResult):
+        return isinstance(v.op, (BufferOp, ParamOp))
+    owner = v.owner
+    return owner.parent is not None and isinstance(owner.parent.parent, FuncOp)
+
+
+class _Indexed(Operation):
+    """Shared by loads, stores and stages: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
+
+    def index_exprs(self):
+        return indexing.value_exprs(self.attributes["index"], self.indices)
+
+    def _verify_subscript(self, shape, what: str = "subscript"):
+        buf = self.operands[0]
+        if not isinstance(buf.type, TensorType):
+            raise self.error(f"needs a buffer (tensor) operand, got {buf.type}")
+        m = self.attributes["index"]
+        if not isinstance(m, AffineMap) or m.num_dims != len(self.indices):
+            raise self.error("index map must have one dimension per index operand")
+        if len(m.results) != buf.type.rank:
+            raise self.error(f"has {len(m.results)} subscript(s) for a rank-{buf.type.rank} buffer")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"subscripts are index values, got {v.type}")
+        if kernel_of(self) is None:
+            raise self.error("must be inside a tile.kernel")
+        extents = loop_extents(self)
+        if 0 in extents.values():
+            return  # never runs
+        for k, (e, size, room) in enumerate(zip(self.index_exprs(), buf.type.shape, shape)):
+            b = indexing.value_range(e, extents)
+            if b is not None and (b[0] < 0 or b[1] + room - 1 >= size):
+                raise self.error(f"{what} {k} ranges over {b[0]}..{b[1] + room - 1}, outside 0..{size - 1}")
+
+    def _subscript(self, p) -> str:
+        m = self.attributes["index"]
+        return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
+
+
+class StageOp(_Indexed):
+    """Copy a box of a buffer (its shape is the result type's; its first element is at the subscript) into the
+    block's shared memory: every thread of the block takes part; loads then read the copy."""
+
+    name = "tile.stage"
+    operand_names = ("source", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @staticmethod
+    def build(source, exprs, box, hint=None, loc=UNKNOWN) -> StageOp:
+        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        t = TensorType(source.type.dtype, tuple(box))
+        return StageOp([source, *ops], [t], {"index": m}, loc=loc, result_hints=[hint])
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        return self.result.type.shape
+
+    def verify_(self):
+        t = self.result.type
+        src = self.source.type
+        if not isinstance(t, TensorType) or not isinstance(src, TensorType):
+            raise self.error("stages a box of a buffer as a shared-memory tensor")
+        if t.dtype != src.dtype or t.rank != src.rank:
+            raise self.error(f"stages a box of {src} as {t}: element type and rank must match")
+        if not _is_function_buffer(self.source):
+            raise self.error("stages a buffer of the function (an input, param or tile.buffer)")
+        self._verify_subscript(t.shape, "box dimension")
+        for a in ancestors(self):
+            if isinstance(a, ReduceOp):
+                raise self.error("cannot be inside a tile.reduce")
+            if isinstance(a, LoopOp) and any(x in THREAD_AXES for x in a.bind):
+                raise self.error(
+                    f"is inside a loop distributed over {', '.join(a.bind)}: the block's threads must stage one box "
+                    "together"
+                )
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write("tile.stage ", p.value(self.source), self._subscript(p), " -> smem : ", p.type(self.result.type))
+
+
+class LoadOp(_Indexed):
+    """Read one element of a buffer or of a staged box."""
+
+    name = "tile.load"
+    operand_names = ("buffer", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @staticmethod
+    def build(buffer, exprs, hint: str | None = None, loc=UNKNOWN) -> LoadOp:
+        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        return LoadOp([buffer, *ops], [buffer.type.dtype], {"index": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [operand_types[0].dtype]
+
+    def verify_(self):
+        if not (_is_function_buffer(self.buffer) or _is_stage(self.buffer)):
+            raise self.error("reads a buffer of the function or a tile.stage")
+        self._verify_subscript((1,) * self.buffer.type.rank)
+        if self.result.type != self.buffer.type.dtype:
+            raise self.error(f"loads {self.buffer.type.dtype}, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write("tile.load ", p.value(self.buffer), self._subscript(p))
+
+
+class StoreOp(_Indexed):
+    """Write one element of a buffer (never inside a reduction); once per point (see the module docstring)."""
+
+    name = "tile.store"
+    operand_names = ("buffer", "*indices", "value")
+    result_names = ()
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+
+    @staticmethod
+    def build(buffer, exprs, value, loc=UNKNOWN) -> StoreOp:
+        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        return StoreOp([buffer, *ops, value], [], {"index": m}, loc=loc)
+
+    def verify_(self):
+        self._verify_subscript((1,) * self.buffer.type.rank)
+        if self.value.type != self.buffer.type.dtype:
+            raise self.error(f"stores {self.value.type} into a {self.buffer.type.dtype} buffer")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write("tile.store ", p.value(self.buffer), self._subscript(p), " = ", p.value(self.value))
+
+
+class IndexOp(Operation):
+    """An index value computed from others: `tile.index %a0 * 64 + %a1`."""
+
+    name = "tile.index"
+    operand_names = ("*indices",)
+    result_names = ("result",)
+    attribute_types = {"expr": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @staticmethod
+    def build(expr, hint: str | None = None, loc=UNKNOWN) -> IndexOp:
+        m, ops = indexing.canonical([_as_expr(expr)])
+        return IndexOp(ops, [index], {"expr": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [index]
+
+    def index_expr(self):
+        return indexing.value_exprs(self.attributes["expr"], self.indices)[0]
+
+    def verify_(self):
+        m = self.attributes["expr"]
+        if m.num_dims != len(self.indices) or len(m.results) != 1:
+            raise self.error("needs one expression with one dimension per operand")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"computes from index values, got {v.type}")
+        if self.result.type != index:
+            raise self.error("result must be index")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"expr"}:
+            return p.print_generic(self)
+        p.write("tile.index ", p.index_expr(self.attributes["expr"].results[0], self.indices))
+
+
+def _as_expr(e):
+    from irforge.index_expr import as_expr
+
+    return indexing.ValueDim(e) if isinstance(e, Value) else as_expr(e)
+
+
+# ---- queries passes share --------------------------------------------------------------------------------------
+def ancestors(op: Operation):
+    """Enclosing ops, innermost first."""
+    cur = op.parent_op
+    while cur is not None:
+        yield cur
+        cur = cur.parent_op
+
+
+def kernel_of(op: Operation) -> KernelOp | None:
+    if isinstance(op, KernelOp):
+        return op
+    return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
+
+
+def enclosing_loops(op: Operation) -> list[LoopOp]:
+    """Loops around `op`, outermost first, up to its kernel."""
+    out = []
+    for a in ancestors(op):
+        if isinstance(a, KernelOp):
+            break
+        if isinstance(a, LoopOp):
+            out.append(a)
+    return out[::-1]
+
+
+def loop_extents(op: Operation) -> dict:
+    """{loop index: extent} for the loops around `op`."""
+    return {iv: e for lp in enclosing_loops(op) for iv, e in zip(lp.ivs, lp.extents)}
+
+
+def bound_axes(op: Operation) -> set[str]:
+    """Hardware axes the loops around `op` are distributed over."""
+    return {a for lp in enclosing_loops(op) for a in lp.bind}
+
+
+def axes_used_within(op: Operation) -> set[str]:
+    """Hardware axes the loops and combines inside `op` (and `op` itself) distribute or combine over."""
+    out = set()
+    for inner in op.walk():
+        if isinstance(inner, LoopOp):
+            out.update(inner.bind)
+        elif isinstance(inner, CombineOp):
+            out.update(inner.over)
+    return out
+
+
+def linear_terms(e) -> list[tuple]:
+    """An index expression as a sum of (atom, coefficient): atoms are values and non-linear parts (floordiv, mod,
+    min, max); the constant term is (Const(1), c)."""
+    from irforge import index_expr as ix
+
+    if isinstance(e, ix.Const):
+        return [(ix.Const(1), e.value)]
+    if isinstance(e, (ix.Add, ix.Sub)):
+        sign = 1 if isinstance(e, ix.Add) else -1
+        return linear_terms(e.lhs) + [(a, sign * k) for a, k in linear_terms(e.rhs)]
+    if isinstance(e, ix.Mul) and isinstance(e.rhs, ix.Const):
+        return [(a, k * e.rhs.value) for a, k in linear_terms(e.lhs)]
+    if isinstance(e, ix.Mul) and isinstance(e.lhs, ix.Const):
+        return [(a, k * e.lhs.value) for a, k in linear_terms(e.rhs)]
+    return [(e, 1)]
+
+
+# Largest grid along each block axis (CUDA's limits).
+MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
+
+
+def fit_grid(kernel: KernelOp) -> None:
+    """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
+    CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block."""
+    need = dict.fromkeys(BLOCK_AXES, 1)
+    for lp in kernel.walk():
+        if isinstance(lp, LoopOp):
+            for a in lp.bind:
+                if a in need:
+                    others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
+                    need[a] = max(need[a], -(-lp.work_items // others))
+    for a, n in need.items():
+        kernel.set_axis_size(a, min(n, MAX_GRID[a]))
+
+
+# ---- syntax ----------------------------------------------------------------------------------------------------
+class TileSyntax:
+    def tile_kernel(self, c):
+        sym, grid, block, attrs, region = c
+        a = {**dict(attrs or {}), "sym_name": sym.name, "grid": launch_dims(grid), "block": launch_dims(block)}
+        return OpAST("tile.kernel", attrs=a, result_types=[], regions=[region])
+
+    def tile_ints(self, c):
+        return [int(t) for t in c]
+
+    def tile_buffer(self, c):
+        return OpAST("tile.buffer", result_types=[c[0]])
+
+    def tile_param(self, c):
+        sym, t = c
+        return OpAST("tile.param", attrs={"sym": sym}, result_types=[t])
+
+    def tile_ivs(self, c):
+        return list(c)
+
+    def tile_ranges(self, c):
+        return list(c)
+
+    def tile_range(self, c):
+        lo, hi = c
+        if int(lo) != 0:
+            from irforge.diagnostics import error
+
+            raise error("loops run from 0 (write 0..N and offset the subscripts)", self.loc_of(lo))
+        return int(hi)
+
+    def tile_by(self, c):
+        return c[0]
+
+    def tile_axes(self, c):
+        return tuple(str(t) for t in c)
+
+    def tile_vector(self, c):
+        return int(c[0])
+
+    def _schedule(self, bind, vector) -> dict:
+        out = {}
+        if bind:
+            out["bind"] = tuple(bind)
+        if vector is not None:
+            out["vector"] = vector
+        return out
+
+    def tile_for(self, c):
+        ivs, extents, bind, vector, attrs, region = c
+        if len(ivs) != len(extents):
+            from irforge.diagnostics import error
+
+            raise error(f"{len(ivs)} loop indices for {len(extents)} ranges", self.loc_of(ivs[0]))
+        a = {**dict(attrs or {}), "extents": tuple(extents), **self._schedule(bind, vector)}
+        region = region.with_entry_args([(self.ref(iv), index) for iv in ivs])
+        return OpAST("tile.for", attrs=a, result_types=[], regions=[region])
+
+    def tile_reduce(self, c):
+        iv, extent, bind, vector, *rest = c
+        carriers = [x for x in rest if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], tuple)]
+        types, attrs, region = rest[len(carriers) :]
+        a = {
+            **dict(attrs or {}),
+            "extent": extent,
+            "monoids": tuple(m for m, _ in carriers),
+            "init": tuple(i for _, i in carriers),
+            **self._schedule(bind, vector),
+        }
+        region = region.with_entry_args([(self.ref(iv), index)])
+        return OpAST("tile.reduce", attrs=a, result_types=types, regions=[region])
+
+    def tile_carrier(self, c):
+        return (str(c[0]), tuple(c[1:]))
+
+    def tile_yield(self, c):
+        return OpAST("tile.yield", operands=c[0], result_types=[])
+
+    def tile_combined(self, c):
+        return (str(c[0]), list(c[1]))
+
+    def tile_combine(self, c):
+        *parts, over, types = c
+        values = [v for _, vs in parts for v in vs]
+        a = {"monoids": tuple(m for m, _ in parts), "widths": tuple(len(vs) for _, vs in parts), "over": over}
+        return OpAST("tile.combine", operands=values, attrs=a, result_types=types)
+
+    def tile_stage(self, c):
+        buf, (m, refs), t = c
+        return OpAST("tile.stage", operands=[self.ref(buf), *refs], attrs={"index": m}, result_types=[t])
+
+    def tile_load(self, c):
+        buf, (m, refs) = c
+        return OpAST("tile.load", operands=[self.ref(buf), *refs], attrs={"index": m})
+
+    def tile_store(self, c):
+        buf, (m, refs), value = c
+        return OpAST("tile.store", operands=[self.ref(buf), *refs, value], attrs={"index": m}, result_types=[])
+
+    def tile_index(self, c):
+        exprs, refs = bind_index_values([c[0]])
+        return OpAST("tile.index", operands=refs, attrs={"expr": AffineMap(len(refs), tuple(exprs))})
+
+    def tile_subscript(self, c):
+        exprs, refs = bind_index_values([e for e in c if e is not None])
+        return AffineMap(len(refs), tuple(exprs)), refs
+
+
+dialect = Dialect(
+    name="tile",
+    summary="the GPU schedule: loops distributed over blocks and threads, combines, shared-memory stages",
+    ops=(KernelOp, BufferOp, ParamOp, ForOp, ReduceOp, YieldOp, CombineOp, StageOp, LoadOp, StoreOp, IndexOp),
+    level="tile",
+    grammar=grammar_file(__name__, "tile.lark"),
+    syntax=TileSyntax,
+    interpreter="irforge.dialects.tile.interpreter:interpret",
+)

@@ -1,0 +1,1 @@
+"""Passes on the tile level: the GPU schedule (docs/dialects/tile.md)."""
