@@ -118,6 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench/results")
+    ap.add_argument("--with-host-overhead", action="store_true", help="let each call's host overhead into its time")
     args = ap.parse_args(argv)
     import torch
 
@@ -127,7 +128,9 @@ def main(argv=None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     triples = cases(args.cases)
     systems = [eager()] + ([] if args.no_compile else [torch_compile()]) + [irforge_system(triples)]
-    report = run_suite([t[0] for t in triples], systems, reps=args.reps, warmup=args.warmup)
+    report = run_suite(
+        [t[0] for t in triples], systems, reps=args.reps, warmup=args.warmup, host_ahead=not args.with_host_overhead
+    )
     for p in write_report(report, args.out, "memory_bound"):
         print("wrote", p)
     print(markdown(report))

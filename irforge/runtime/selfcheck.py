@@ -91,7 +91,8 @@ def check_example(ex: Example, rng, *, use_graph: bool = False, time_it: bool = 
 
 
 def time_call(fn, warmup: int = 5, reps: int = 50) -> float:
-    """Median milliseconds of `fn` with CUDA events (a quick look; bench/harness.py does it properly)."""
+    """Median milliseconds of `fn` on the GPU, with CUDA events (a quick look; bench/harness.py does it properly).
+    The GPU spins before each call so the host has queued it by the start event: host overhead is not counted."""
     import torch
 
     for _ in range(warmup):
@@ -99,6 +100,8 @@ def time_call(fn, warmup: int = 5, reps: int = 50) -> float:
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(200_000)
         a.record()
         fn()
         b.record()
