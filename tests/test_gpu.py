@@ -22,6 +22,8 @@ def _examples():
         E.rms_norm(64, 2048, "bf16"),
         E.softmax(64, 2048, "f32"),
         E.softmax(64, 4096, "bf16"),
+        E.rms_norm_registers(64, 4096, "bf16"),
+        E.softmax_registers(64, 2048, "f32"),
         E.cp_async_scale(1 << 16, tiles_per_block=8, block=128),
         E.tma_scale(256, 512, box_rows=32, box_cols=64, block=256),
         E.mma_linear(64, 64, 256),

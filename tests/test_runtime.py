@@ -71,3 +71,25 @@ def test_executor_without_a_gpu_says_so():
 
     with pytest.raises(IRForgeError, match="needs a CUDA GPU"):
         Executor(ModuleOp())
+
+
+def test_command_line_compiles_ir_and_reports_errors(tmp_path):
+    import io
+
+    from irforge.dialects.kernel import examples
+
+    from irforge.runtime.__main__ import main
+
+    ir = tmp_path / "m.ir"
+    ir.write_text(examples.row_sum(4, 256).ir)
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(ir), "--arch", "sm_90a", "-o", str(tmp_path / "o")], out, err) == 0
+    line = out.getvalue()
+    assert line.startswith("k_row_sum: ") and "for sm_90a; Used " in line and "spills 0/0 B" in line
+    assert (tmp_path / "o" / "k_row_sum.cubin").read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "o" / "k_row_sum.cu").read_text().startswith("// k_row_sum:")
+    cu = tmp_path / "bad.cu"
+    cu.write_text(BAD)
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(cu)], out, err) == 1
+    assert err.getvalue().startswith("bad.cu:4:24: error: NVRTC: identifier")

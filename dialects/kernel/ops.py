@@ -138,8 +138,8 @@ def _mem_rank(t) -> int:
 
 # ---- kernels and the host side ---------------------------------------------------------------------------------
 class KernelFuncOp(Operation):
-    """A GPU kernel: typed pointer (or tensor-map, or scalar) parameters, a fixed launch shape, a SIMT body that
-    every thread of every block runs."""
+    """A GPU kernel: typed pointer (or tensor-map) parameters, a fixed launch shape, a SIMT body that every thread
+    of every block runs."""
 
     name = "kernel.func"
     operand_names = ()
@@ -179,8 +179,9 @@ class KernelFuncOp(Operation):
         if tuple(a.type for a in self.body.args) != ft.inputs:
             raise self.error(f"arguments {[str(a.type) for a in self.body.args]} do not match its type {ft}")
         for t in ft.inputs:
-            if not isinstance(t, (PtrType, TensorMapType, ScalarType)):
-                raise self.error(f"parameter type must be !kernel.ptr, !kernel.tensormap or a scalar, got {t}")
+            if not isinstance(t, (PtrType, TensorMapType)):
+                # Shapes are static, so sizes are constants in the body; launches bind buffers only.
+                raise self.error(f"parameter type must be !kernel.ptr or !kernel.tensormap, got {t}")
         for what in ("grid", "block"):
             dims = self.attributes[what]
             if len(dims) != 3 or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims):

@@ -125,11 +125,17 @@ def driver_version() -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
+_STREAMS: dict = {}  # CUstream wrappers by handle: building one costs more than the launch it serves
+
+
 def current_stream():
     """torch's current stream on the current device (the legacy default stream without torch)."""
     torch = _torch_cuda()
     handle = torch.cuda.current_stream().cuda_stream if torch is not None else 0
-    return _cu().CUstream(handle)
+    s = _STREAMS.get(handle)
+    if s is None:
+        s = _STREAMS[handle] = _cu().CUstream(handle)
+    return s
 
 
 def synchronize() -> None:
@@ -148,6 +154,8 @@ class Function:
         self.block = tuple(block)
         self.smem = smem
         self.handle = check(cu.cuModuleGetFunction(module.handle, name.encode()), f"cuModuleGetFunction({name})")
+        self._cu_launch = cu.cuLaunchKernel
+        self._success = cu.CUresult.CUDA_SUCCESS
         if smem > SMEM_DEFAULT_LIMIT:
             limit = device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
             static = self.attribute("SHARED_SIZE_BYTES")
@@ -177,14 +185,14 @@ class Function:
         }
 
     def launch(self, args: PackedArgs, stream=None) -> None:
-        cu = _cu()
+        # The hot path of every call: no work beyond the driver call and its status check.
         stream = current_stream() if stream is None else stream
-        gx, gy, gz = self.grid
-        bx, by, bz = self.block
-        check(
-            cu.cuLaunchKernel(self.handle, gx, gy, gz, bx, by, bz, self.smem, stream, args.address, 0),
-            f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem})",
-        )
+        (err,) = self._cu_launch(self.handle, *self.grid, *self.block, self.smem, stream, args.address, 0)
+        if err != self._success:
+            raise CudaError(
+                f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem}) failed:"
+                f" {error_text(err)}"
+            )
 
 
 class Module:
@@ -255,6 +263,7 @@ class PackedArgs:
 
     def __init__(self, values):
         self._keep = []  # the objects whose memory the pointer array points into
+        self._maps: dict[int, TensorMap] = {}  # tensor-map slots (kept alive while bound)
         self._slots: dict[int, np.ndarray] = {}
         addrs = []
         for i, v in enumerate(values):
@@ -267,14 +276,11 @@ class PackedArgs:
             self._keep.append(cell)
             addrs.append(cell.ctypes.data)
         self._ptrs = np.array(addrs, dtype=np.uint64)
+        self.address = int(self._ptrs.ctypes.data) if len(self._ptrs) else 0  # the array never moves
 
     def set_pointer(self, i: int, address: int) -> None:
         self._slots[i][0] = address
 
     def set_tensormap(self, i: int, tm: TensorMap) -> None:
-        self._keep.append(tm)
+        self._maps[i] = tm
         self._ptrs[i] = tm.param_address
-
-    @property
-    def address(self) -> int:
-        return int(self._ptrs.ctypes.data) if len(self._ptrs) else 0

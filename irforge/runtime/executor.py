@@ -73,6 +73,7 @@ class Executor:
         self.use_graph = use_graph
         self.sync_each = sync_each
         self.device = torch.device("cuda", torch.cuda.current_device())
+        self._device_index = self.device.index
         kernels = {op.attributes["sym_name"]: op for op in module.body.ops if isinstance(op, C.CudaKernelOp)}
 
         self.functions: dict[str, driver.Function] = {}
@@ -102,6 +103,11 @@ class Executor:
             elif isinstance(op, C.OutputOp):
                 self._outputs = list(op.values)
         self._params: dict[str, object] = {}
+        self._bound: tuple | None = None  # the input addresses the packed launches hold
+        self._expected = [  # (torch dtype, shape) per input, for the per-call fast check
+            (torch_dtype(self.input_types[i].dtype), torch.Size(self.input_types[i].shape))
+            for i in range(len(self.input_types))
+        ]
         self._static_inputs: list | None = None  # graph mode: the graph's own input buffers
         self._graph = None
         self._tensormaps: dict = {}
@@ -131,6 +137,7 @@ class Executor:
                 raise error(f"the program has no param @{name} (params: {known})")
             self._params[name] = self._to_device(value, t, f"param @{name}")
         self._graph = None  # pointers may have changed: capture again
+        self._bound = None
 
     def _to_device(self, value, t, what: str):
         torch = self._torch
@@ -161,6 +168,9 @@ class Executor:
         return base
 
     def _bind(self, inputs) -> None:
+        key = tuple(x.data_ptr() for x in inputs)
+        if key == self._bound:
+            return  # same tensors as last call: the packed arguments already point at them
         for _, packed, slots in self._launches:
             for i, (v, tmap) in enumerate(slots):
                 ptr = self._memory(v, inputs).data_ptr()
@@ -168,6 +178,7 @@ class Executor:
                     packed.set_pointer(i, ptr)
                 else:
                     packed.set_tensormap(i, self._tensormap(tmap, ptr))
+        self._bound = key
 
     def _tensormap(self, t, address: int) -> driver.TensorMap:
         from irforge.dialects.kernel.types import element_bytes
@@ -198,8 +209,22 @@ class Executor:
             raise error(f"the program takes {n} input(s), got {len(args)}")
         return [self._to_device(a, self.input_types[i], f"input #{i}") for i, a in enumerate(args)]
 
+    def _checked(self, args) -> list:
+        """The arguments, through a fast check when they are already what the program takes."""
+        torch = self._torch
+        if len(args) == len(self._expected) and all(
+            type(a) is torch.Tensor
+            and a.dtype is dt
+            and a.shape == shape
+            and a.get_device() == self._device_index
+            and a.is_contiguous()
+            for a, (dt, shape) in zip(args, self._expected)
+        ):
+            return list(args)
+        return self.prepare_inputs(*args)
+
     def __call__(self, *args) -> list:
-        inputs = self.prepare_inputs(*args)
+        inputs = self._checked(args)
         if not self.use_graph:
             self._bind(inputs)
             self._launch_all()
@@ -215,6 +240,7 @@ class Executor:
 
     def _capture(self) -> None:
         torch = self._torch
+        self._bound = None
         self._bind(self._static_inputs)
         self._launch_all()  # once outside capture, so launch errors surface here and not inside the graph
         torch.cuda.synchronize()

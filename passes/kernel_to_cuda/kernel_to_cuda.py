@@ -22,7 +22,6 @@ from irforge.dialects.kernel.types import (
     MbarrierType,
     PtrType,
     SmemType,
-    TensorMapType,
     element_bytes,
     element_type,
 )
@@ -286,9 +285,7 @@ class _Emitter:
         if isinstance(t, PtrType):
             const = "" if arg.index in self.written else "const "
             return f"{const}{self.ctype(t.dtype)}* __restrict__ {n}"
-        if isinstance(t, TensorMapType):
-            return f"const __grid_constant__ irf_tensormap {n}"
-        return f"const {self.ctype(t)} {n}"
+        return f"const __grid_constant__ irf_tensormap {n}"  # a !kernel.tensormap
 
     def smem_declarations(self) -> None:
         static, offset = 0, 0
