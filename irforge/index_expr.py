@@ -485,12 +485,40 @@ def simplify(e: IndexExpr, extents) -> IndexExpr:
         if isinstance(e, Mod):
             if rr is not None and 0 <= rr[0] and rr[1] < c:
                 return rest_expr
+            split = _scaled_split(terms, const, c, extents)
+            if split is not None:  # (k * q + s) mod (k * m) = (q mod m) * k + s
+                k, q, small = split
+                return simplify(add(mul(Mod(q, Const(c // k)), k), small), extents)
             return Mod(rest_expr, b) if whole or const % c != const else e
         quotient = _rebuild(whole, const // c)
         if rr is not None and rr[0] // c == rr[1] // c:
             return add(quotient, rr[0] // c)
+        split = _scaled_split(terms, const, c, extents)
+        if split is not None:  # (k * q + s) floordiv (k * m) = q floordiv m
+            k, q, _ = split
+            return simplify(FloorDiv(q, Const(c // k)), extents)
         return add(quotient, FloorDiv(rest_expr, b)) if whole or const // c else e
     return e
+
+
+def _scaled_split(terms: dict, const: int, c: int, extents):
+    """`a = k * q + s` with k a proper divisor of c (> 1) and 0 <= s < k everywhere, for the largest such k.
+
+    Then `a floordiv c = q floordiv (c / k)` and `a mod c = (q mod (c / k)) * k + s`: what lets a reshape that
+    splits and merges dimensions (`(d1 * 176 + d3 * 16 + d4) floordiv 352` with d3 * 16 + d4 < 176) simplify.
+    """
+    if c > 1 << 24:
+        return None
+    divisors = sorted({d for i in range(2, int(c**0.5) + 1) if c % i == 0 for d in (i, c // i)} - {c}, reverse=True)
+    for k in divisors:
+        big = {t: v // k for t, v in terms.items() if v % k == 0}
+        if not big:
+            continue
+        small = _rebuild({t: v for t, v in terms.items() if v % k != 0}, const)
+        r = value_range(small, extents)
+        if r is not None and 0 <= r[0] and r[1] < k:
+            return k, _rebuild(big, 0), small
+    return None
 
 
 def simplify_map(m: AffineMap, extents) -> AffineMap:

@@ -8,6 +8,7 @@ verification are handled once, here, for every dialect.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
@@ -22,8 +23,9 @@ from .attributes import UNIT, DictAttr, SymbolRef
 from .diagnostics import IRForgeError, error, register_source
 from .index_expr import AffineMap, IndexExpr
 from .ir import Block, Operation, Region, Value
+from .lalr import FastLALR, SyntaxFallback
 from .location import UNKNOWN, FileLineColLoc, Location, NameLoc, fuse
-from .types import FunctionType, OpaqueType, ScalarType, TensorType
+from .types import SCALAR_NAMES, FunctionType, OpaqueType, ScalarType, TensorType
 
 
 # ---- the syntax tree -------------------------------------------------------------------------------------------
@@ -100,6 +102,9 @@ def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], 
     return [go(e) for e in exprs], refs
 
 
+_SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}
+
+
 def _tok_loc(t: Token, file: str) -> FileLineColLoc:
     return FileLineColLoc(file, t.line, t.column)
 
@@ -120,6 +125,8 @@ class CoreSyntax(Transformer):
 
     def string(self, tok: Token) -> str:
         """The value of a STRING token: use this in dialect callbacks."""
+        if "\\" not in tok:  # nothing to unescape (the common case)
+            return tok[1:-1]
         return _unquote(tok, self.loc_of(tok))
 
     # ops
@@ -176,10 +183,10 @@ class CoreSyntax(Transformer):
 
     # types
     def scalar_type(self, c):
-        return ScalarType(str(c[0]))
+        return _SCALARS[c[0]]
 
     def tensor_type(self, c):
-        return TensorType(ScalarType(str(c[0])), tuple(int(d) for d in c[1:]))
+        return TensorType(_SCALARS[c[0]], tuple(int(d) for d in c[1:]))
 
     def dialect_type(self, c):
         from .registry import registry
@@ -381,7 +388,7 @@ def _unquote(tok, loc: Location = UNKNOWN) -> str:
 
 
 # ---- building the parser ---------------------------------------------------------------------------------------
-_PARSERS: dict[str, tuple[Lark, CoreSyntax]] = {}
+_PARSERS: dict[str, tuple[Lark, CoreSyntax, FastLALR | None]] = {}
 _EXTEND = re.compile(r"^%extend\s+custom_op\s*:(.*)$", re.M)
 
 
@@ -416,7 +423,11 @@ def _parser():
             maybe_placeholders=True,
             cache=True,
         )
-        _PARSERS[key] = (lark, syntax)
+        try:
+            fast = FastLALR(lark)
+        except Exception:  # lark's internals changed shape: parse with lark itself (slower, same result)
+            fast = None
+        _PARSERS[key] = (lark, syntax, fast)
     return _PARSERS[key]
 
 
@@ -619,15 +630,31 @@ def parse_module(
     text: str, file: str = "<input>", *, allow_unregistered: bool = False, verify: bool = True, line_offset: int = 0
 ) -> Operation:
     """Parse IR text into a module (`builtin.module`); raises `IRForgeError` with a location on any mistake."""
+    # Parsing allocates many objects and frees none: the cyclic garbage collector would keep re-scanning them
+    # (about 40% of the time on large inputs) for nothing. It is paused, and restored as it was.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_module(text, file, allow_unregistered, verify, line_offset)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _parse_module(text: str, file: str, allow_unregistered: bool, verify: bool, line_offset: int) -> Operation:
     from .builtin import ModuleOp
     from .verifier import verify as verify_op
 
     src = "\n" * line_offset + text if line_offset else text
     register_source(file, src)  # a chunk of a split file keeps the file's line numbers
-    lark, syntax = _parser()
+    lark, syntax, fast = _parser()
     syntax.file = file
     try:
-        asts = lark.parse(src).children
+        try:
+            tree = fast.parse(src) if fast is not None else lark.parse(src)
+        except SyntaxFallback:  # lark re-parses to say exactly what is wrong
+            tree = lark.parse(src)
+        asts = tree.children
     except UnexpectedInput as e:
         raise _syntax_error(e, lark, file, src) from None
     except VisitError as e:

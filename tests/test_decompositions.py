@@ -367,3 +367,36 @@ def test_whole_pipeline_on_mixed_program():
     )
     after = check(text, "torch-to-tensor")
     assert all(op.dialect in ("tensor", "func", "builtin") for op in after.walk())
+
+
+@SETTINGS
+@given(FLOAT, st.integers(1, 4), DIM, st.lists(DIM, max_size=2), st.booleans())
+def test_batch_norm_inference(dtype, batch, channels, spatial, affine):
+    shape = [batch, channels, *spatial]
+    c = t(dtype, [channels])
+    wb = "%w, %b" if affine else "none, none"
+    text = program(
+        [("x", t(dtype, shape)), ("w", c), ("b", c), ("m", c), ("v", c)],
+        [
+            f"%a = torch.aten.abs(%v) : {c}",  # a variance is not negative
+            f"%y, %s, %r = torch.aten._native_batch_norm_legit_no_training(%x, {wb}, %m, %a, 0.1, 1e-05)"
+            f" : ({t(dtype, shape)}, {t(dtype, [0])}, {t(dtype, [0])})",
+        ],
+        [("y", t(dtype, shape))],
+    )
+    assert lowered(check(text, "decompose-batch-norm"), "torch.aten._native")
+
+
+@SETTINGS
+@given(FLOAT, st.lists(DIM, min_size=1, max_size=3), st.sampled_from([2.0, 1, 3, 0.5, 0, float("inf"), float("-inf")]))
+def test_vector_norm(dtype, shape, p):
+    ord_ = {float("inf"): "inf", float("-inf"): "-inf"}.get(p, p)
+    text = program(
+        [("x", t(dtype, shape))],
+        [
+            f"%n = torch.aten.linalg_vector_norm(%x, {ord_}) : {t(dtype, [])}",
+            f"%k = torch.aten.linalg_vector_norm(%x, {ord_}, [-1], true) : {t(dtype, [*shape[:-1], 1])}",
+        ],
+        [("n", t(dtype, [])), ("k", t(dtype, [*shape[:-1], 1]))],
+    )
+    assert lowered(check(text, "decompose-reductions"))

@@ -68,3 +68,13 @@ def test_value_range_examples():
     assert ix.value_range(ix.Mod(d0 - 5, Const(4)), [3]) == (0, 3)
     assert ix.value_range(ix.FloorDiv(d0, d1), [3, 4]) is None  # the divisor may be 0
     assert np.all(np.array(ix.value_range(ix.Max(d0 - 2, Const(0)), [5])) == (0, 2))
+
+
+def test_simplify_sees_through_split_and_merge():
+    # repeat_kv: expand [2,2,11,16] to [2,2,2,11,16] and merge heads -> head h reads kv head h floordiv 2
+    d1, d3, d4 = Dim(1), Dim(3), Dim(4)
+    extents = [2, 4, 11, 11, 16]
+    assert ix.simplify(ix.FloorDiv(d1 * 176 + d3 * 16 + d4, Const(352)), extents) == ix.FloorDiv(d1, Const(2))
+    assert ix.simplify(ix.Mod(d1 * 176 + d3 * 16 + d4, Const(352)), extents) == ix.simplify(
+        ix.Mod(d1, Const(2)) * 176 + d3 * 16 + d4, extents
+    )

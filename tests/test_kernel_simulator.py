@@ -256,3 +256,53 @@ def test_unwritten_output_and_cross_block_write():
 def test_negative_index_division():
     body = "  %t = kernel.thread_id x\n  %v = kernel.load %x[(%t - 1) mod 64] : f32\n  kernel.store %v, %y[%t]\n"
     _fails(_kernel(body), "needs a non-negative dividend")
+
+
+@pytest.mark.parametrize("monoid", ["add", "max", "online"])
+def test_warp_allreduce_of_monoid_carriers(monoid):
+    """KernelBuilder.warp_allreduce expands scalar_ops' combine programs (the online-softmax carrier too)."""
+    from irforge.dialects.kernel import ops as K
+    from irforge.dialects.kernel.builder import KernelBuilder, Val
+    from irforge.dialects.kernel.types import PtrType
+
+    from irforge.attributes import SymbolRef
+    from irforge.builtin import FuncOp, ModuleOp, ReturnOp
+    from irforge.printer import print_module
+    from irforge.types import ScalarType, tensor
+
+    f32 = ScalarType("f32")
+    kb = KernelBuilder.kernel("k_allreduce", [PtrType(f32)] * 2, grid=2, block=64, names=["x", "y"])
+    x, y = kb.args
+    t, b = kb.thread_id("x", "t"), kb.block_id("x", "b")
+    v = kb.load(x, [Val(b) * 64 + Val(t)], f32, "v")
+    carrier = [v, kb.const(1.0, f32, "one")] if monoid == "online" else [v]
+    out = kb.warp_allreduce(monoid, carrier)
+    for k, c in enumerate(out):
+        kb.store(c, y, [(Val(b) * 64 + Val(t)) * len(out) + k])
+    m = ModuleOp()
+    m.body.append(kb.op)
+    n_out = 128 * len(out)
+    host = FuncOp.build("forward", [tensor(f32, 128)], [tensor(f32, n_out)], ["x"])
+    hb = KernelBuilder(host.body)
+    buf = hb._add(K.AllocOp((), [tensor(f32, n_out)]), "out")
+    hb._add(K.LaunchOp([host.body.args[0], buf], (), {"callee": SymbolRef("k_allreduce")}))
+    host.body.append(ReturnOp([buf], ()))
+    m.body.append(host)
+    xs = np.random.default_rng(3).standard_normal(128).astype(np.float32)
+    (got,) = run(parse_module(print_module(m)), [xs])
+    got = got.reshape(128, len(out))
+    warps = xs.astype(np.float64).reshape(4, 32)
+    if monoid == "add":
+        want = np.repeat(warps.sum(axis=1), 32)[:, None]
+    elif monoid == "max":
+        want = np.repeat(warps.max(axis=1), 32)[:, None]
+    else:
+        mx = warps.max(axis=1)
+        want = np.stack([np.repeat(mx, 32), np.repeat(np.exp(warps - mx[:, None]).sum(axis=1), 32)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # and the same kernel's CUDA compiles
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import compile_cuda
+
+    run_pipeline(m, "kernel-to-cuda")
+    compile_cuda(m.body.ops[0].attributes["source"], "k_allreduce", arch="sm_90a")

@@ -5,13 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from irforge.dialects.tensor import IndexMapOp
+from irforge.dialects.tensor import interpreter as ti
+from irforge.dialects.tensor.builder import TensorBuilder
 from tensor_programs import tensor_programs
 
+from irforge.builtin import FuncOp, ModuleOp, ReturnOp
 from irforge.diagnostics import IRForgeError
 from irforge.hashing import structurally_equal
+from irforge.index_expr import AffineMap, Const, Dim
 from irforge.interpreter import interpret
 from irforge.parser import parse_module
 from irforge.printer import print_module
+from irforge.types import TensorType, f32
 from irforge.verifier import verify
 
 SAMPLE = """\
@@ -130,3 +137,44 @@ def test_verifier_rejects(line, message):
     with pytest.raises(IRForgeError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")) as e:
         parse_module(text)
     assert e.value.loc.file_line_col().line == 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    st.data(),
+)
+def test_contraction_fast_path_matches_materializing(shape, data):
+    """reduce(add, mul(index_map a, index_map b)) evaluated with einsum equals the op-by-op evaluation."""
+    r = len(shape)
+
+    def projection():  # a map reading a subset of the product's dims (maybe repeated), or 0 on size-1 dims
+        picks = data.draw(st.lists(st.integers(0, r - 1), min_size=1, max_size=r))
+        src = [shape[p] for p in picks]
+        exprs = [Const(0) if data.draw(st.booleans()) and n == 1 else Dim(p) for p, n in zip(picks, src)]
+        return src, exprs
+
+    (sa, ea), (sb, eb) = projection(), projection()
+    func = FuncOp.build("forward", [TensorType(f32, tuple(sa)), TensorType(f32, tuple(sb))], [])
+    b = TensorBuilder(block=func.body)
+    a, c = func.body.args
+    ma = b.insert(IndexMapOp([a], [TensorType(f32, tuple(shape))], {"map": AffineMap(r, tuple(ea))}))
+    mb = b.insert(IndexMapOp([c], [TensorType(f32, tuple(shape))], {"map": AffineMap(r, tuple(eb))}))
+    axes = data.draw(st.lists(st.integers(0, r - 1), min_size=1, max_size=r, unique=True))
+    out = b.reduce("add", b.ew("mul", ma, mb), axes)
+    func.body.append(ReturnOp([out]))
+    func.attributes["function_type"] = type(func.attributes["function_type"])(
+        func.attributes["function_type"].inputs, (out.type,)
+    )
+    module = ModuleOp()
+    module.body.append(func)
+    verify(module)
+    assert ti._find_contractions(func)[0], "the fast path should apply"
+    (fast,) = interpret(module, seed=1)
+    original = ti._find_contractions
+    try:
+        ti._find_contractions = lambda f: ({}, set())
+        (slow,) = interpret(module, seed=1)
+    finally:
+        ti._find_contractions = original
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)

@@ -22,7 +22,8 @@ from irforge.attributes import UNIT
 from irforge.index_expr import IndexExpr
 from irforge.ir import Block, Operation, Region, Value
 from irforge.location import UNKNOWN, Location
-from irforge.types import TensorType, index
+from irforge.scalar_ops import MONOIDS
+from irforge.types import TensorType, boolean, index
 
 from . import ops as K
 from .ops import Val, bind_values
@@ -138,6 +139,28 @@ class KernelBuilder:
         t = tile.type
         attrs = {"kind": kind, "axes": tuple(axes) if axes is not None else tuple(range(t.rank))}
         return self._add(K.ReduceOp([tile], K.ReduceOp.infer_result_types([t], attrs), attrs), hint)
+
+    # ---- monoid carriers ----------------------------------------------------------------------------------------
+    def combine(self, monoid: str, a: list[Value], b: list[Value]) -> list[Value]:
+        """The combine of two carriers of `monoid` (one value for add/max/..., (max, sums...) for online), as
+        scalar ops: the straight-line program `irforge.scalar_ops` defines, so every level combines alike."""
+        steps, outputs = MONOIDS[monoid].combine_program(len(a))
+        env = {f"a{i}": v for i, v in enumerate(a)} | {f"b{i}": v for i, v in enumerate(b)}
+        for st in steps:
+            named = [env[x] for x in st.args if isinstance(x, str)]
+            ctype = next((v.type for v in named if v.type != boolean), a[0].type)
+            args = [env[x] if isinstance(x, str) else self.const(float(x), ctype) for x in st.args]
+            env[st.result] = self.scalar(st.op, *args)
+        return [env[o] for o in outputs]
+
+    def warp_allreduce(self, monoid: str, carrier: list[Value], width: int = 32) -> list[Value]:
+        """Combine a carrier across `width` lanes with a butterfly of shuffles: every lane ends with the result."""
+        off = width // 2
+        while off >= 1:
+            other = [self.shfl("xor", v, off, width if width < 32 else None) for v in carrier]
+            carrier = self.combine(monoid, carrier, other)
+            off //= 2
+        return carrier
 
     # ---- control flow -----------------------------------------------------------------------------------------
     @contextmanager

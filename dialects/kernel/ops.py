@@ -636,8 +636,12 @@ class ReduceOp(KernelOp):
 
     def verify_op(self):
         t, kind, axes = self.input.type, self.attributes["kind"], self.attributes["axes"]
-        if kind not in MONOIDS:
-            raise self.error(f"unknown reduction '{kind}'; known: {', '.join(MONOIDS)}")
+        simple = [n for n, m in MONOIDS.items() if m.width == 1]
+        if kind not in simple:
+            raise self.error(
+                f"reduces with a one-value monoid ({', '.join(simple)}), not '{kind}'; compound carriers (online)"
+                " combine through their scalar ops (KernelBuilder.combine)"
+            )
         if not isinstance(t, TensorType):
             raise self.error(f"reduces a register tile, not {t}")
         if not axes or len(set(axes)) != len(axes) or any(not isinstance(a, int) or not 0 <= a < t.rank for a in axes):

@@ -220,7 +220,12 @@ class BlockSim:
             if live and len(at_barrier) == len(live):
                 if len(live) != len(self.warps):
                     ended = next(w for w in self.warps if w.done)
-                    raise self._error(at_barrier[0].waiting[1], f"warp {ended.index} has finished", at_barrier[0])
+                    raise self._error(
+                        at_barrier[0].waiting[1],
+                        f"warp {at_barrier[0].index} waits at this barrier, but warp {ended.index} has finished"
+                        " (every thread of the block must reach each barrier)",
+                        at_barrier[0],
+                    )
                 sites = {id(w.waiting[1]) for w in at_barrier}
                 if len(sites) > 1:
                     a, b = at_barrier[0], next(w for w in at_barrier if w.waiting[1] is not at_barrier[0].waiting[1])
@@ -284,15 +289,10 @@ class BlockSim:
                     self._land_cp_async(rec, w)
 
     # ---- errors ---------------------------------------------------------------------------------------------
-    def _thread_desc(self, w: Warp, lane: int) -> str:
-        lin = int(w.lanes[lane])
-        bx, by, _ = self.bdim
-        return f"thread ({lin % bx}, {(lin // bx) % by}, {lin // (bx * by)})"
-
     def _error(self, op: Operation, msg: str, w: Warp | None = None, lane: int | None = None):
         where = f"block {tuple(self.block_idx)}"
         if w is not None and lane is not None:
-            where += ", " + self._thread_desc(w, lane)
+            where += ", " + self._thread_name(int(w.lanes[lane]))
         elif w is not None:
             where += f", warp {w.index}"
         return op.error(f"{msg} [{where}]")

@@ -176,7 +176,7 @@ class ParamOp(Operation):
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
-class _LoopBase(Operation):
+class LoopOp(Operation):
     """Shared by free and reduce loops: `%iv in 0..extent`, one block whose only argument is the index.
 
     Loops always start at 0 with step 1; offsets and strides live in the subscripts.
@@ -206,7 +206,7 @@ class _LoopBase(Operation):
         p.write(keyword, " ", p.define(self.iv), f" in 0..{self.extent}")
 
 
-class ForOp(_LoopBase):
+class ForOp(LoopOp):
     """A free (parallel) loop: iterations are independent; its body stores results, it yields nothing."""
 
     name = "loop.for"
@@ -224,14 +224,13 @@ class ForOp(_LoopBase):
             raise self.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
 
     def print_custom(self, p):
-        with p.scope():
-            self._print_header(p, "loop.for")
-            p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
-            p.write(" ")
-            p.region(self.regions[0], print_entry_args=False)
+        self._print_header(p, "loop.for")
+        p.attr_dict(self.attributes, elide=("extent",), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0], print_entry_args=False)
 
 
-class ReduceOp(_LoopBase):
+class ReduceOp(LoopOp):
     """A reduce loop: folds the element its body yields each iteration into carriers, one monoid per carrier.
 
     `monoids` names entries of `irforge.scalar_ops.MONOIDS`; `init[i]` holds carrier i's starting values (one per
@@ -317,12 +316,11 @@ class ReduceOp(_LoopBase):
             f"{m}({', '.join(p.attr(v) for v in init)})"
             for m, init in zip(self.attributes["monoids"], self.attributes["init"])
         )
-        with p.scope():
-            self._print_header(p, "loop.reduce")
-            p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
-            p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
-            p.write(" ")
-            p.region(self.regions[0], print_entry_args=False)
+        self._print_header(p, "loop.reduce")
+        p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
+        p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
+        p.write(" ")
+        p.region(self.regions[0], print_entry_args=False)
 
 
 def _init_fits(v, t: ScalarType) -> bool:
@@ -353,7 +351,7 @@ class YieldOp(Operation):
 
 
 # ---- memory and indices ----------------------------------------------------------------------------------------
-class _Indexed(Operation):
+class AccessOp(Operation):
     """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
 
     def index_exprs(self):
@@ -387,7 +385,7 @@ class _Indexed(Operation):
         return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
 
 
-class LoadOp(_Indexed):
+class LoadOp(AccessOp):
     """Read one element of a buffer."""
 
     name = "loop.load"
@@ -418,7 +416,7 @@ class LoadOp(_Indexed):
         p.write("loop.load ", p.value(self.buffer), self._subscript(p))
 
 
-class StoreOp(_Indexed):
+class StoreOp(AccessOp):
     """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
 
     name = "loop.store"
@@ -503,13 +501,13 @@ def kernel_of(op: Operation) -> KernelOp | None:
     return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
 
 
-def enclosing_loops(op: Operation) -> list[_LoopBase]:
+def enclosing_loops(op: Operation) -> list[LoopOp]:
     """Loops around `op`, outermost first, up to its kernel."""
     out = []
     for a in ancestors(op):
         if isinstance(a, KernelOp):
             break
-        if isinstance(a, _LoopBase):
+        if isinstance(a, LoopOp):
             out.append(a)
     return out[::-1]
 
@@ -538,10 +536,10 @@ def loc_names(loc) -> list[str]:
 
 
 def kernel_name(loc, fallback: str, taken) -> str:
-    """`k_<what it computes>`: the torch ops the location names (at most three), else `fallback`; unique in
-    `taken` (a set of names, which learns the new one)."""
+    """`k_<what it computes>` from the torch ops the location names (at most three), else `fallback` as it is;
+    made unique in `taken` (a set of names, which learns the new one)."""
     names = loc_names(loc)
-    base = "k_" + ("_".join(names[:3]) if names else fallback)
+    base = "k_" + "_".join(names[:3]) if names else fallback
     name, k = base, 0
     while name in taken:
         k += 1

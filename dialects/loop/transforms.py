@@ -24,16 +24,16 @@ from irforge.location import fuse
 
 from ..scalar import CastOp, ConstOp
 from . import (
+    AccessOp,
     BufferOp,
     ForOp,
     IndexOp,
     KernelOp,
     LoadOp,
+    LoopOp,
     ReduceOp,
     StoreOp,
     YieldOp,
-    _Indexed,
-    _LoopBase,
     indexing,
     kernel_name,
     loop_extents,
@@ -68,7 +68,7 @@ def _cost(op: Operation) -> float:
 
 def _work(op: Operation, trips: int, in_reduction: bool, only_reductions: bool = False) -> float:
     total = _cost(op) * trips if (in_reduction or not only_reductions) else 0.0
-    if isinstance(op, _LoopBase):
+    if isinstance(op, LoopOp):
         trips *= op.extent
         in_reduction = in_reduction or isinstance(op, ReduceOp)
     for region in op.regions:
@@ -104,7 +104,7 @@ def fold_index_ops(root: Operation) -> bool:
     """Substitute `loop.index` results into the subscripts (and index ops) that use them; erase unused ones."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (_Indexed, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
+        if isinstance(op, (AccessOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
             _rewrite_subscripts(op, lambda e, op=op: indexing.substitute(e, _index_defs(op)))
             changed = True
     for op in list(root.walk(post_order=True)):
@@ -121,7 +121,7 @@ def simplify_subscripts(root: Operation) -> bool:
     """Fold what the loop extents decide in every subscript (`(a*8 + b) floordiv 8 -> a` for b < 8, ...)."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (_Indexed, IndexOp)):
+        if isinstance(op, (AccessOp, IndexOp)):
             extents = loop_extents(op)
             changed |= _rewrite_subscripts(op, lambda e, x=extents: indexing.simplify(e, x))
     return changed
@@ -161,7 +161,7 @@ def hoist_invariants(root: Operation) -> bool:
     whose body never runs.
     """
     changed = False
-    for loop in [op for op in root.walk(post_order=True) if isinstance(op, _LoopBase)]:
+    for loop in [op for op in root.walk(post_order=True) if isinstance(op, LoopOp)]:
         if loop.extent == 0 or loop.parent is None:
             continue
         for op in list(loop.body.ops):
@@ -278,13 +278,108 @@ def eliminate_dead(root: Operation) -> bool:
     return changed
 
 
+def unwrap_unit_loops(root: Operation) -> bool:
+    """Replace each free loop of extent 1 by its body, its index by 0."""
+    changed = False
+    for loop in [op for op in root.walk(post_order=True) if isinstance(op, ForOp) and op.extent == 1]:
+        zero = IndexOp.build(Const(0), loc=loop.loc)
+        loop.parent.insert_before(loop, zero)
+        loop.iv.replace_all_uses_with(zero.result)
+        for op in list(loop.body.ops):
+            loop.parent.insert_before(loop, op.detach())
+        loop.erase()
+        changed = True
+    return changed
+
+
 def cleanup(kernel: Operation) -> None:
-    """Canonical form after a rewrite: folded, simplified subscripts; hoisted, merged, dead-free computation."""
+    """Canonical form after a rewrite: no unit loops; folded, simplified subscripts; hoisted, merged, dead-free
+    computation."""
+    unwrap_unit_loops(kernel)
     fold_index_ops(kernel)
     simplify_subscripts(kernel)
-    while hoist_invariants(kernel) | eliminate_common(kernel):
+    while eliminate_dead(kernel) | hoist_invariants(kernel) | eliminate_common(kernel):
         pass
-    eliminate_dead(kernel)
+
+
+# ---- sibling reductions ----------------------------------------------------------------------------------------
+def merge_sibling_reductions(kernel: Operation, max_carriers: int) -> bool:
+    """Merge independent `loop.reduce`s of one block with the same extent into one loop carrying all their
+    carriers (at most `max_carriers` components), at the first one's place. Returns whether anything merged."""
+    changed = False
+    while _merge_one(kernel, max_carriers):
+        changed = True
+    return changed
+
+
+def merge_sibling_loops(kernel: Operation) -> bool:
+    """Fuse free loops of one block with the same extent into one (at the later one's place: a free loop has no
+    results and a kernel never reads what it stores, so nothing between them depends on the earlier one)."""
+    changed = True
+    any_change = False
+    while changed:
+        changed = False
+        for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
+            loops = [o for o in block.ops if isinstance(o, ForOp)]
+            pair = next(((a, b) for i, a in enumerate(loops) for b in loops[i + 1 :] if a.extent == b.extent), None)
+            if pair is not None:
+                first, second = pair
+                body = list(first.body.ops)
+                for op in reversed(body):
+                    second.body.insert(0, op.detach())
+                first.iv.replace_all_uses_with(second.iv)
+                second.loc = fuse([first.loc, second.loc])
+                first.erase()
+                changed = any_change = True
+                break
+    return any_change
+
+
+def _merge_one(kernel: Operation, max_carriers: int) -> bool:
+    for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
+        reds = [o for o in block.ops if isinstance(o, ReduceOp)]
+        for i, first in enumerate(reds):
+            for second in reds[i + 1 :]:
+                if _can_merge(first, second, max_carriers):
+                    _merge(first, second)
+                    return True
+    return False
+
+
+def _can_merge(first: ReduceOp, second: ReduceOp, max_carriers: int) -> bool:
+    if first.extent != second.extent or len(first.results) + len(second.results) > max_carriers:
+        return False
+    block = first.parent
+    at = block.ops.index(first)
+    for v in captured_values(second):
+        owner = defining_op(v)
+        # what the second loop reads must exist where the first one is (and must not be the first's results)
+        for anc in _ancestors_or_self(owner):
+            if anc.parent is block:
+                if block.ops.index(anc) >= at:
+                    return False
+                break
+    return True
+
+
+def _merge(first: ReduceOp, second: ReduceOp) -> None:
+    carriers = [(m.name, init) for m, init, _ in first.carriers + second.carriers]
+    types = [r.type for r in (*first.results, *second.results)]
+    hints = [r.name_hint for r in (*first.results, *second.results)]
+    b = Builder.before_op(first, fuse([first.loc, second.loc]))
+    merged, iv, body = b.reduce(first.extent, carriers, types, first.iv.name_hint, hints)
+    yielded = []
+    for red in (first, second):
+        vm = {red.iv: iv}
+        for op in red.body.ops[:-1]:
+            body.insert(op.clone(vm))
+        yielded += [vm.get(v, v) for v in red.yielded]
+    body.yield_(*yielded)
+    for old, new in zip((*first.results, *second.results), merged.results):
+        old.replace_all_uses_with(new)
+    first.erase()
+    second.erase()
+    eliminate_common(merged)
 
 
 # ---- program structure -----------------------------------------------------------------------------------------
@@ -355,7 +450,7 @@ def producer_of(buffer: Value) -> Producer | None:
     if len(stores) != 1:
         return None
     store = stores[0]
-    loops = [a for a in _ancestors_or_self(store.parent_op) if isinstance(a, _LoopBase)]
+    loops = [a for a in _ancestors_or_self(store.parent_op) if isinstance(a, LoopOp)]
     coords, used = [], set()
     for e, n in zip(store.index_exprs(), buffer.type.shape):
         if isinstance(e, indexing.ValueDim):
@@ -373,14 +468,12 @@ def producer_of(buffer: Value) -> Producer | None:
     return Producer(k, buffer, store, coords)
 
 
-def inline_producer(consumer: Operation, producer: Producer) -> list[Operation]:
+def inline_producer(consumer: Operation, producer: Producer) -> None:
     """Replace every load of the producer's buffer under `consumer` by the producer's computation of that element.
 
-    Returns the ops created (their nested ops included). Leaves `loop.index` ops for non-trivial subscripts; run
-    `cleanup` to fold them.
+    Leaves `loop.index` ops for non-trivial subscripts; run `cleanup` to fold them.
     """
     sl = producer.slice()
-    created: list[Operation] = []
     for load in [op for op in consumer.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]:
         vm: dict[Value, Value] = {}
         for iv, e in zip(producer.coords, load.index_exprs()):
@@ -391,16 +484,12 @@ def inline_producer(consumer: Operation, producer: Producer) -> list[Operation]:
             else:
                 idx = IndexOp.build(e, loc=load.loc)
                 load.parent.insert_before(load, idx)
-                created.append(idx)
                 vm[iv] = idx.result
         for op in sl:
-            new = op.clone(vm)
-            load.parent.insert_before(load, new)
-            created.extend(new.walk())
+            load.parent.insert_before(load, op.clone(vm))
         value = vm.get(producer.store.value, producer.store.value)
         load.result.replace_all_uses_with(value)
         load.erase()
-    return created
 
 
 def drop_store(producer: Producer) -> None:
@@ -415,7 +504,7 @@ def drop_store(producer: Producer) -> None:
 def free_band(kernel: KernelOp) -> list[ForOp]:
     """The kernel's outer band of perfectly nested free loops (outermost first): the kernel body's only loop, and
     each loop whose body is just one more free loop. Their iterations are independent, so any order is valid."""
-    tops = [op for op in kernel.body.ops if isinstance(op, _LoopBase)]
+    tops = [op for op in kernel.body.ops if isinstance(op, LoopOp)]
     if len(tops) != 1 or not isinstance(tops[0], ForOp):
         return []
     band = [tops[0]]
@@ -437,7 +526,7 @@ def depends_on(values, within: Operation) -> set[int]:
         if isinstance(v, OpResult):
             if within.is_ancestor_of(v.op):
                 work.extend(captured_values(v.op))
-        elif isinstance(v.block.parent_op, _LoopBase) and within.is_ancestor_of(v.block.parent_op):
+        elif isinstance(v.block.parent_op, LoopOp) and within.is_ancestor_of(v.block.parent_op):
             out.add(id(v))
     return out
 
@@ -562,7 +651,7 @@ def rename_kernels(func: FuncOp) -> None:
     a kernel whose ops carry no torch origin keeps its name."""
     taken: set[str] = set()
     for k in kernels(func):
-        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name.removeprefix("k_"), taken)
+        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name, taken)
 
 
 def _fuse_sweep(func: FuncOp, accept, interchange: bool) -> bool:

@@ -25,6 +25,10 @@ from irforge.parser import OpAST, ValueLeaf
 from irforge.scalar_ops import MONOIDS, SCALAR_OPS
 from irforge.types import TensorType, boolean
 
+# The monoids a tensor.reduce names: those carrying one value (compound carriers such as `online` are the loop
+# level's business, built from these by fusion).
+REDUCTIONS = tuple(name for name, m in MONOIDS.items() if m.width == 1)
+
 
 def _tensor_result(op: Operation) -> TensorType:
     t = op.result.type
@@ -157,8 +161,8 @@ class ReduceOp(Operation):
     def verify_(self):
         t = _tensor_result(self)
         kind, axes = self.attributes["kind"], self.attributes["axes"]
-        if kind not in MONOIDS:
-            raise self.error(f"unknown reduction '{kind}'; reductions are {', '.join(MONOIDS)}")
+        if kind not in REDUCTIONS:
+            raise self.error(f"unknown reduction '{kind}'; reductions are {', '.join(REDUCTIONS)}")
         it = self.input.type
         if not isinstance(it, TensorType):
             raise self.error(f"reduces a tensor, not {it}")

@@ -126,11 +126,6 @@ class TensorBuilder:
         shape = tuple(1 if i in axes else n for i, n in enumerate(t.shape))
         return self.insert(ReduceOp([x], [t.with_shape(shape)], {"kind": kind, "axes": axes}, loc=self.loc))
 
-    def sum(self, x: Value, axes: Sequence[int], *, acc: ScalarType | None = None) -> Value:
-        """Sum over `axes`, accumulating in `acc` (default: f32 for half types), cast back to x's type."""
-        acc = acc or accumulator_type(x.type.dtype)
-        return self.cast(self.reduce("add", self.cast(x, acc), axes), x.type.dtype)
-
     def mean(self, x: Value, axes: Sequence[int]) -> Value:
         """Mean over `axes` in x's (float) type; callers wanting f32 accumulation cast first."""
         n = 1

@@ -3,6 +3,11 @@
 Semantics are those of docs/dialects/tensor.md: elementwise ops evaluate `irforge.scalar_ops` (half types compute
 in float32 and round per op), reductions accumulate in the element type (the IR casts half types to f32 first when
 it wants an f32 accumulator), index maps and gathers read the input at computed coordinates.
+
+A contraction -- `reduce add` of a `mul` of two index maps that only broadcast and permute (a decomposed matmul) --
+is evaluated with `numpy.einsum` on the index maps' inputs instead of materializing the [..., M, N, K] product,
+so checking real layer sizes stays fast. It computes the same sum (f32 and f64 only, where the product rounds
+nowhere the einsum does not).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from irforge.diagnostics import error
-from irforge.index_expr import Dim
+from irforge.index_expr import Const, Dim
 from irforge.interpreter import bind_inputs, entry_function, param_value
 from irforge.ir import Operation
 from irforge.scalar_ops import MONOIDS, compute_dtype, evaluate, numpy_dtype, quantize
@@ -20,14 +25,78 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
     func = entry_function(module, entry)
     bounds = gather_index_bounds(func)
     env = dict(zip(func.body.args, bind_inputs(func, inputs, seed, bounds)))
+    contractions, skipped = _find_contractions(func)
     for op in func.body.ops:
         if op.name == "func.return":
             return [env[v] for v in op.operands]
+        if op in skipped:
+            continue
         if op.name == "tensor.param":
             env[op.result] = param_value(op.attributes["sym"].name, op.result.type, params, seed, bounds.get(op.result))
-            continue
-        env[op.result] = evaluate_op(op, [env[v] for v in op.operands])
+        elif op in contractions:
+            env[op.result] = _contract(op, *contractions[op], env)
+        else:
+            env[op.result] = evaluate_op(op, [env[v] for v in op.operands])
     raise func.error("has no func.return")
+
+
+def _projection(v) -> Operation | None:
+    """The index map defining `v`, when each of its coordinates is a result dimension or 0 (broadcast/permute)."""
+    op = getattr(v, "op", None)
+    if op is None or op.name != "tensor.index_map" or len(v.uses) != 1:
+        return None
+    ok = all(isinstance(e, Dim) or (e == Const(0)) for e in op.attributes["map"].results)
+    return op if ok else None
+
+
+def _find_contractions(func: Operation):
+    """reduce(add) of mul(index_map(a), index_map(b)), the product used only there, in f32 or f64."""
+    found, skipped = {}, set()
+    for op in func.body.ops:
+        if op.name != "tensor.reduce" or op.attributes["kind"] != "add":
+            continue
+        mul = getattr(op.input, "op", None)
+        if mul is None or mul.name != "tensor.elementwise" or mul.attributes["op"] != "mul":
+            continue
+        if len(mul.result.uses) != 1 or mul.result.type.dtype.name not in ("f32", "f64"):
+            continue
+        maps = [_projection(v) for v in mul.operands]
+        if None in maps:
+            continue
+        found[op] = (maps[0], maps[1])
+        skipped |= {mul, *maps}
+    return found, skipped
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _contract(op: Operation, ma: Operation, mb: Operation, env) -> np.ndarray:
+    shape = ma.result.type.shape  # the product's shape
+    axes = set(op.attributes["axes"])
+    if len(shape) > len(_LETTERS):
+        raise op.error("has too many dimensions for the interpreter's contraction")
+    operands, subscripts = [], []
+    for m in (ma, mb):
+        x = env[m.input]
+        exprs = m.attributes["map"].results
+        # coordinates fixed at 0 (size-1 dims broadcast) are read once; the others name a product dimension
+        x = x[tuple(0 if e == Const(0) else slice(None) for e in exprs)]
+        operands.append(x.astype(compute_dtype(op.result.type.dtype), copy=False))
+        subscripts.append("".join(_LETTERS[e.index] for e in exprs if isinstance(e, Dim)))
+    used = set("".join(subscripts))
+    out = "".join(_LETTERS[i] for i in range(len(shape)) if i not in axes and _LETTERS[i] in used)
+    r = np.einsum(f"{subscripts[0]},{subscripts[1]}->{out}", *operands)
+    for i in sorted(axes):  # a summed dimension neither operand reads adds up identical copies
+        if _LETTERS[i] not in used:
+            r = r * shape[i]
+    # back to the reduce's shape: reduced axes kept as 1, dimensions neither operand reads broadcast
+    kept = [i for i in range(len(shape)) if i not in axes and _LETTERS[i] in used]
+    full = [1] * len(shape)
+    for i, n in zip(kept, r.shape):
+        full[i] = n
+    r = r.reshape(full)
+    return quantize(np.broadcast_to(r, op.result.type.shape), op.result.type.dtype)
 
 
 def evaluate_op(op: Operation, args: list[np.ndarray]) -> np.ndarray:

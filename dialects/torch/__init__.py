@@ -166,7 +166,7 @@ class TorchSyntax:
         return _Kwarg(str(c[0]), c[1], c[0])
 
     def torch_quoted_kwarg(self, c):
-        return _Kwarg(json.loads(str(c[0])), c[1], c[0])
+        return _Kwarg(self.string(c[0]), c[1], c[0])
 
     def torch_one_result(self, c):
         return [c[0]]

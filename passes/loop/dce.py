@@ -9,8 +9,11 @@ from irforge.pass_manager import Pass
 
 
 class LoopDeadCode(Pass):
-    """Erase what nothing needs: unused computation and reductions, stores to buffers no one reads, then empty
-    kernels and unused buffers and params."""
+    """Erase what nothing needs: unused computation, dead stores, empty kernels, unused buffers and params.
+
+    Within kernels, pure ops (reductions included) whose results are unused; then stores to buffers no kernel
+    reads and the function does not return, kernels left without stores, and buffers and params nothing uses.
+    """
 
     name = "loop-dce"
     input_level = "loop"

@@ -5,6 +5,7 @@ from irforge.dialects.loop.build import Builder
 from irforge.dialects.loop.transforms import region_key
 from irforge.dialects.scalar import ScalarMathOp
 
+from irforge.attributes import attr_key
 from irforge.ir import Operation, OpResult
 from irforge.location import fuse
 from irforge.pass_manager import Pass
@@ -71,7 +72,7 @@ def _computation(v, red: ReduceOp):
     op = v.op
     operands = tuple(_computation(u, red) for u in op.operands)
     body = region_key(op, {red.iv: "index"}) if op.regions else ()
-    attrs = tuple(sorted((k, repr(a)) for k, a in op.attributes.items()))
+    attrs = tuple(sorted((k, attr_key(a)) for k, a in op.attributes.items()))
     return (op.name, attrs, str(v.type), v.index, operands, body)
 
 

@@ -49,7 +49,7 @@ def _lift_function(func: FuncOp) -> None:
                 raise op.error("cannot be lifted to the loop level")
             what, lift = fallback
             label = what(op) if callable(what) else what
-            kernel = fb.insert(KernelOp.build(kernel_name(op.loc, label, taken), op.loc))
+            kernel = fb.insert(KernelOp.build(kernel_name(op.loc, "k_" + label, taken), op.loc))
             lift(op, Builder.at_end(kernel.body, op.loc), new)
         op.result.replace_all_uses_with(new)
         op.erase()

@@ -133,8 +133,30 @@ def _any_all(kind: str):
     return lower
 
 
+def _vector_norm(op: AtenOp, b: TensorBuilder):
+    """linalg_vector_norm: (sum |x|^p)^(1/p) over dims; p = 2 as sqrt of a sum of squares, 1 as a sum of |x|,
+    inf / -inf as max / min of |x|, 0 as a count of non-zeros; in f32 for half types."""
+    x = op.arg(0, "self")
+    p = op.arg(1, "ord", 2)
+    axes = dims_arg(op.arg(2, "dim", None), x.type.rank)
+    keepdim = op.arg(3, "keepdim", False)
+    t = rtype(op)
+    a = b.ew("abs", b.cast(x, accumulator_type(t.dtype)))
+    if p == float("inf") or p == float("-inf"):
+        r = b.reduce("max" if p > 0 else "min", a, axes)
+    elif p == 0:
+        r = b.reduce("add", b.cast(b.ew("ne", a, 0), a.type.dtype), axes)
+    elif p == 1:
+        r = b.reduce("add", a, axes)
+    elif p == 2:
+        r = b.ew("sqrt", b.reduce("add", b.ew("mul", a, a), axes))
+    else:
+        r = b.ew("pow", b.reduce("add", b.ew("pow", a, float(p)), axes), 1.0 / p)
+    return b.cast(keepdim_result(b, r, axes, keepdim), t.dtype)
+
+
 class DecomposeReductions(Decomposition):
-    """Reductions: sum, mean, prod, amax/amin, max/min (values and indices), argmax/argmin, var/std/var_mean, any/all.
+    """Reductions: sum, mean, prod, amax/amin, max/min (and indices), argmax/argmin, var/std, norms, any/all.
 
     Each is a `tensor.reduce` (keepdim, then an index map when the axes go) with PyTorch's accumulator made
     explicit: half types cast to f32 first and back after, integer and bool sums accumulate in i64.
@@ -165,4 +187,5 @@ class DecomposeReductions(Decomposition):
         "aten.all": _any_all("min"),
         "aten.all.dim": _any_all("min"),
         "aten.all.dims": _any_all("min"),
+        "aten.linalg_vector_norm": _vector_norm,
     }

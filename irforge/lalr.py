@@ -1,0 +1,244 @@
+"""A faster driver for a lark LALR parser: the same tables, lexer states and callbacks, one tight loop.
+
+lark's own loop spends most of its time per token on bookkeeping (a lexer thread, a line counter object, full
+`Token`s for punctuation that the tree builder drops, a method call per shift). This driver lexes with the very
+scanners lark built for each parser state (so tokenization, terminal priorities and keyword re-typing are lark's)
+and reduces with lark's rule callbacks (so trees and user callbacks are lark's), but does both inline.
+
+It only handles input that parses. At the first token it cannot lex or shift it raises `SyntaxFallback`, and the
+caller re-parses with lark itself, which then raises its usual, detailed exception. Errors cost a second parse;
+valid input (nearly all of it) is about twice as fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+import types
+
+from lark import Lark, Token
+from lark.parse_tree_builder import ChildFilterLALR, ChildFilterLALR_NoPlaceholders, ExpandSingleChild
+from lark.parsers.lalr_analysis import Shift
+
+_FILTERS = (ChildFilterLALR, ChildFilterLALR_NoPlaceholders)
+
+
+class SyntaxFallback(Exception):
+    """The input does not parse; let lark report why."""
+
+
+def _new_token(type_: str, value: str, pos: int, line: int, column: int) -> Token:
+    t = str.__new__(Token, value)
+    t.type, t.value, t.start_pos, t.line, t.column = type_, value, pos, line, column
+    t.end_line = t.end_column = t.end_pos = None
+    return t
+
+
+class FastLALR:
+    """Parse with `lark`'s LALR tables and contextual lexer (built with `parser="lalr"`, `lexer="contextual"`)."""
+
+    def __init__(self, lark: Lark, start: str = "start"):
+        frontend = lark.parser
+        parser = frontend.parser.parser
+        table = parser.parse_table
+        callbacks = parser.callbacks
+        self.start_state = table.start_states[start]
+        self.end_state = table.end_states[start]
+        if any(not hasattr(k, "expansion") for k in callbacks):
+            raise ValueError("token callbacks are not supported")  # lark's `lexer_callbacks` / visit_tokens
+        # A reduction becomes (number of symbols, callback, the nonterminal it makes); a shift stays an int.
+        compiler = _CallbackCompiler(callbacks)
+        reductions = {}
+        for rule, cb in callbacks.items():
+            reductions[rule] = (len(rule.expansion), compiler.compile(rule, cb), rule.origin.name)
+        self.actions = {
+            state: {sym: (arg if action is Shift else reductions[arg]) for sym, (action, arg) in row.items()}
+            for state, row in table.states.items()
+        }
+        # Terminals that some rule keeps as a child need a real Token; the rest (punctuation) are dropped by the
+        # tree builder, so their plain text is pushed instead.
+        kept = set()
+        for rule in lark.rules:
+            for sym in rule.expansion:
+                if sym.is_term and (not sym.filter_out or rule.options.keep_all_tokens):
+                    kept.add(sym.name)
+        # Per state: one pattern that skips ignored text (whitespace, comments) and then matches one of the
+        # state's terminals, in lark's order. This assumes what any sane grammar does: no terminal starts with
+        # text an ignored terminal matches.
+        flags = lark.lexer_conf.g_regex_flags
+        terminals = {t.name: t for t in lark.terminals}
+        ignored = [terminals[name] for name in lark.lexer_conf.ignore]
+        # Atomic: the skipped text is never given back to let a token start inside a comment.
+        skip = "(?>(?:" + "|".join(f"(?:{t.pattern.to_regexp()})" for t in ignored) + ")*)" if ignored else ""
+        self.skip = re.compile(skip, flags)
+        self.lexers = {}
+        by_scanner: dict = {}
+        for state, lexer in frontend.lexer.lexers.items():
+            scanner = lexer.scanner
+            if id(scanner) not in by_scanner:
+                alternatives = "|".join(
+                    f"(?P<{t.name}>{t.pattern.to_regexp()})"
+                    for t in scanner.terminals
+                    if t.name not in lexer.ignore_types
+                )
+                pattern = re.compile(f"{skip}(?:{alternatives})", flags)
+                newline = frozenset(t for t in lexer.newline_types if t not in lexer.ignore_types)
+                by_scanner[id(scanner)] = (pattern, dict(lexer.callback), newline)
+            self.lexers[state] = by_scanner[id(scanner)]
+        self.kept = frozenset(kept)
+
+    def parse(self, text: str):
+        actions, lexers, kept = self.actions, self.lexers, self.kept
+        end_state = self.end_state
+        state_stack = [self.start_state]
+        value_stack: list = []
+        pos, line, line_start, n = 0, 1, 0, len(text)
+        state = self.start_state
+        while True:
+            # ---- lex one token in the current parser state ------------------------------------------------------
+            pattern, retype, newline = lexers[state]
+            m = pattern.match(text, pos)
+            if m is None:
+                if self.skip.match(text, pos).end() < n:
+                    raise SyntaxFallback
+                type_, tok = "$END", None
+            else:
+                type_ = m.lastgroup
+                start, end = m.span(type_)
+                if start != pos:  # skipped whitespace or comments: count their lines
+                    skipped = text.count("\n", pos, start)
+                    if skipped:
+                        line += skipped
+                        line_start = text.rindex("\n", pos, start) + 1
+                pos = end
+                value = text[start:end]
+                column = start - line_start + 1
+                spans_lines = type_ in newline
+                if type_ in retype:
+                    tok = retype[type_](_new_token(type_, value, start, line, column))
+                    type_ = tok.type
+                elif type_ in kept:
+                    tok = _new_token(type_, value, start, line, column)
+                else:
+                    tok = value
+                if spans_lines:
+                    nl = value.count("\n")
+                    if nl:
+                        line += nl
+                        line_start = start + value.rindex("\n") + 1
+            # ---- shift it, reducing first as the table says ---------------------------------------------------------
+            row = actions[state]
+            while True:
+                action = row.get(type_)
+                if action is None:
+                    raise SyntaxFallback
+                if action.__class__ is int:
+                    state = action
+                    state_stack.append(state)
+                    value_stack.append(tok)
+                    break
+                size, callback, origin = action
+                if callback is None:  # passes its one child through
+                    del state_stack[-1]
+                elif size == 1:
+                    del state_stack[-1]
+                    value_stack[-1] = callback([value_stack[-1]])
+                elif size:
+                    children = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                    value_stack.append(callback(children))
+                else:
+                    value_stack.append(callback([]))
+                state = actions[state_stack[-1]][origin]
+                state_stack.append(state)
+                if type_ == "$END" and state == end_state:
+                    return value_stack[-1]
+                row = actions[state]
+
+
+def _is_default_tree(f) -> bool:
+    """lark's builder for rules without a callback method: `Tree(rule name, children)`."""
+    return isinstance(f, functools.partial) and getattr(f.func, "__name__", "") == "default_callback"
+
+
+class _CallbackCompiler:
+    """Turn lark's chain of callback wrappers for a rule into one generated function with the same result.
+
+    The wrappers are: child filters (drop punctuation, splice in the children of `_helper` rules, insert None for
+    absent `[optional]` parts), "expand single child" for `?rules`, and the builder (a callback method, or a plain
+    Tree). Helper rules (`_name`, e.g. lark's expansions of `x ("," x)*`) exist only to be spliced into their
+    parent, so their value is made a plain list rather than a Tree whose children are then copied out.
+    """
+
+    def __init__(self, callbacks):
+        builders: dict[str, list] = {}
+        for rule, f in callbacks.items():
+            builders.setdefault(rule.origin.name, []).append(f)
+        # Only when every callback is made of known parts can a helper's value change shape (no unknown wrapper
+        # would then look for its `.children`).
+        known = all(self._known(f) for f in callbacks.values())
+        self.as_list = {
+            name
+            for name, fs in builders.items()
+            if known and name.startswith("_") and all(_is_default_tree(self._builder(f)) for f in fs)
+        }
+
+    @staticmethod
+    def _builder(f):
+        while isinstance(f, (*_FILTERS, ExpandSingleChild)):
+            f = f.node_builder
+        return f
+
+    def _known(self, f) -> bool:
+        f = self._builder(f)
+        return _is_default_tree(f) or isinstance(f, (types.MethodType, types.FunctionType))
+
+    def compile(self, rule, f):
+        """A function of the raw children, or None when the rule passes its single child through."""
+        expansion = rule.expansion
+        env = {}
+        if isinstance(f, _FILTERS):
+            items = f.to_include if isinstance(f, ChildFilterLALR) else [(i, e, 0) for i, e in f.to_include]
+            tail = getattr(f, "append_none", 0) if isinstance(f, ChildFilterLALR) else 0
+            f = f.node_builder
+        else:
+            items, tail = [(i, False, 0) for i in range(len(expansion))], 0
+        single = isinstance(f, ExpandSingleChild)
+        if single:
+            f = f.node_builder
+        if single and not tail and len(items) == 1 and not items[0][1] and not items[0][2]:
+            i = items[0][0]
+            return None if (i, len(expansion)) == (0, 1) else operator.itemgetter(i)
+        # The filtered children as statements building `r`: runs of plain children, and spliced helpers.
+        lines, plain = [], []
+        for i, expand, nones in items:
+            plain += ["None"] * nones
+            if not expand:
+                plain.append(f"c[{i}]")
+                continue
+            part = f"c[{i}]" if expansion[i].name in self.as_list else f"c[{i}].children"
+            if not lines and not plain:  # lark's left-recursion trick: take over the helper's list, do not copy
+                lines.append(f"r = {part}")
+            elif not lines:
+                lines.append(f"r = [{', '.join(plain)}] + {part}")
+            else:
+                lines += [f"r += [{', '.join(plain)}]"] if plain else []
+                lines.append(f"r += {part}")
+            plain = []
+        plain += ["None"] * tail
+        if not lines:
+            lines.append(f"r = [{', '.join(plain)}]")
+        elif plain:
+            lines.append(f"r += [{', '.join(plain)}]")
+        if _is_default_tree(f) and rule.origin.name in self.as_list:
+            result = "r"
+        else:
+            env["build"] = f
+            result = "build(r)"
+        if single:
+            result = f"r[0] if len(r) == 1 else {result}"
+        source = "def reduce(c):\n    " + "\n    ".join([*lines, f"return {result}"])
+        exec(source, env)
+        return env["reduce"]

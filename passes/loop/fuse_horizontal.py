@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from irforge.dialects.loop import BufferOp, KernelOp, ParamOp
+from irforge.dialects.loop.transforms import (
+    captured_values,
+    cleanup,
+    free_band,
+    kernels,
+    merge_sibling_loops,
+    merge_sibling_reductions,
+    rename_kernels,
+    work,
+    writer,
+)
+
+from irforge.builtin import FuncOp
+from irforge.ir import Operation
+from irforge.location import fuse
+from irforge.pass_manager import IntRange, Pass, option
+
+
+class FuseHorizontal(Pass):
+    """Merge independent kernels over the same free loops that read the same data into one kernel.
+
+    Two kernels whose outer bands of free loops have the same extents, where the later one reads nothing the
+    earlier one or any kernel between them writes, become one kernel running both bodies in one band (the later
+    kernel moves up). Their reductions over the same range then share one loop (as in `loop-fuse-siblings`) and
+    their common loads are made once: the k and v projections of an attention layer read the normalized input
+    once. The merge happens only when it saves work (dynamic ops and memory words).
+    """
+
+    name = "loop-fuse-horizontal"
+    input_level = "loop"
+    max_carriers: int = option(8, domain=IntRange(1, 16), help="most carrier components one reduce loop may hold")
+
+    def run(self, op: Operation) -> None:
+        for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
+            for k in kernels(func):  # compare canonical loop nests (invariant code hoisted out of the band)
+                cleanup(k)
+            changed = False
+            while _merge_pair(func, self.max_carriers):
+                changed = True
+            if changed:
+                rename_kernels(func)
+
+
+def _merge_pair(func: FuncOp, max_carriers: int) -> bool:
+    ks = kernels(func)
+    for i, first in enumerate(ks):
+        band = [lp.extent for lp in free_band(first)]
+        if not band:
+            continue
+        for second in ks[i + 1 :]:
+            if [lp.extent for lp in free_band(second)] != band or not _can_move_up(second, first, ks):
+                continue
+            if not set(map(id, first.loaded_buffers())) & set(map(id, second.loaded_buffers())):
+                continue
+            merged = _merged(first, second, max_carriers)
+            if work(merged) < work(first) + work(second):
+                at = func.body.ops.index(first)
+                for v in captured_values(second):  # params and buffers declared after `first` move up with it
+                    if isinstance(v.owner, (BufferOp, ParamOp)) and func.body.ops.index(v.owner) > at:
+                        v.owner.detach()
+                        func.body.insert_before(first, v.owner)
+                func.body.insert_before(first, merged)
+                first.erase()
+                second.erase()
+                return True
+            merged.erase()
+    return False
+
+
+def _can_move_up(second: KernelOp, first: KernelOp, ks: list[KernelOp]) -> bool:
+    """Whether `second` can run where `first` is: it reads nothing `first` or a kernel between them writes."""
+    between = ks[ks.index(first) : ks.index(second)]
+    for buf in second.loaded_buffers():
+        if writer(buf) in between:
+            return False
+    return all(isinstance(b.owner, BufferOp) for b in second.stored_buffers())
+
+
+def _merged(first: KernelOp, second: KernelOp, max_carriers: int) -> KernelOp:
+    """A copy of `first` whose band also runs `second`'s body; `second`'s ops outside its band go before it."""
+    merged = first.clone()
+    merged.loc = fuse([first.loc, second.loc])
+    band, theirs = free_band(merged), free_band(second)
+    vm = {lp.iv: new.iv for lp, new in zip(theirs, band)}
+    for op in second.body.ops:
+        if op is not theirs[0]:
+            merged.body.insert_before(band[0], op.clone(vm))
+    for op in theirs[-1].body.ops:
+        band[-1].body.append(op.clone(vm))
+    cleanup(merged)
+    merge_sibling_loops(merged)
+    cleanup(merged)
+    merge_sibling_reductions(merged, max_carriers)
+    cleanup(merged)
+    return merged
