@@ -417,6 +417,10 @@ class _Materializer:
     def combine(self, op: T.CombineOp) -> None:
         n = self.tk.axis_size("threadIdx.x")
         carriers = [(m, [self.env[v] for v in vals]) for m, _, vals in op.carriers]
+        if n == 1:  # one thread along x: its carrier is the combine
+            for r, v in zip(op.results, op.operands):
+                self.env[r] = self.env[v]
+            return
         if self.tk.threads % 32:  # a partial warp: shuffles need all 32 lanes, so go through shared memory
             carriers = self._through_smem(carriers, n, 1)
             for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
