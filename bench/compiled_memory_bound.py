@@ -5,8 +5,9 @@ Measures the copy bandwidth first, then RMSNorm (4096, 4096), softmax (4096, 409
 the seed's `nn.Softmax(dim=-1)(torch.randn(1, 28, 2048, 2048))`, in f32 and bf16. Each irforge program is the
 PyTorch function captured and lowered by `torch-to-cuda` (the default schedule of passes/tile/heuristics.py, no
 hand-written kernel), compiled by NVRTC and run by `irforge.runtime.Executor`; every result is checked against
-eager before it is timed. The goal of this first schedule: large memory-bound kernels at >= 70% of the measured
-copy bandwidth.
+eager before it is timed. Where the default schedule stages a row in shared memory, the same pipeline without
+`tile-stage-inputs` is timed beside it ("irforge (no stage)"). The goal of this first schedule: large
+memory-bound kernels at >= 70% of the measured copy bandwidth.
 
     python bench/compiled_memory_bound.py                         # everything; results in $OUT or bench/results
     python bench/compiled_memory_bound.py --cases softmax --no-compile --reps 100
@@ -55,8 +56,14 @@ def workloads():
     return out
 
 
-def compile_case(fn, shapes, tdt, level: str = "cuda"):
-    """The irforge program of `fn` on inputs of these shapes (captured on the CPU, lowered to `level`)."""
+# The default schedule, and a variant timed beside it: the same passes without shared-memory staging (the second
+# pass over a row then reads global memory again, mostly from L2), to see which the default should be.
+DEFAULT = "loop-to-tile,tile-to-kernel,kernel-to-cuda"
+NO_STAGE = "map-to-tile,kernel(tile-cooperative-reduce,tile-blockify,tile-vectorize),tile-to-kernel,kernel-to-cuda"
+
+
+def compile_case(fn, shapes, tdt, level: str = "loop"):
+    """The irforge program of `fn` on inputs of these shapes (captured on the CPU), lowered to `level`."""
     import torch
 
     from irforge import frontend
@@ -70,13 +77,24 @@ def compile_case(fn, shapes, tdt, level: str = "cuda"):
     return compile_program(frontend.from_module(Fn(), inputs), level)
 
 
+def lower(prog, pipeline: str):
+    """A copy of a loop-level program's module lowered by `pipeline`."""
+    from irforge.pass_manager import run_pipeline
+
+    module = prog.module.clone()
+    run_pipeline(module, pipeline)
+    return module
+
+
 def build(selected: str, log):
-    """The harness cases and the irforge system; compile failures are logged and leave that row to eager."""
+    """The harness cases, the irforge system and its no-staging variant; compile failures are logged and leave
+    that row to the others."""
     import torch
 
+    from irforge.printer import print_module
     from irforge.runtime import Executor
 
-    cases, runners = [], {}
+    cases, runners, variants = [], {}, {}
     for cid, fn, shapes, tdt in workloads():
         if selected not in cid:
             continue
@@ -88,15 +106,20 @@ def build(selected: str, log):
         t0 = time.perf_counter()
         try:
             prog = compile_case(fn, shapes, tdt)
-            exe = Executor(prog.module, params=prog.params)
+            exe = Executor(lower(prog, DEFAULT), params=prog.params)
             runners[cid] = exe
             res = ", ".join(f"{k}: {v}" for k, v in exe.resources().items())
             log(f"{cid}: compiled in {time.perf_counter() - t0:.1f} s; kernels {res}")
+            if "tile.stage" in print_module(lower(prog, "loop-to-tile")):
+                variants[cid] = Executor(lower(prog, NO_STAGE), params=prog.params)
         except Exception as e:  # a compile failure is a result to report, not a reason to lose the run
             log(f"{cid}: irforge failed to compile: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
+    return cases, [System("irforge", _runner(runners)), System("irforge (no stage)", _runner(variants))]
 
-    def irforge_build(case):
-        exe = runners.get(case.id)
+
+def _runner(executors: dict):
+    def build(case):
+        exe = executors.get(case.id)
         if exe is None:
             return None
 
@@ -106,7 +129,7 @@ def build(selected: str, log):
 
         return run
 
-    return cases, System("irforge", irforge_build)
+    return build
 
 
 def _numel(shape) -> int:
@@ -150,7 +173,7 @@ def main(argv=None) -> int:
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
     cases, irforge = build(args.cases, print)
-    systems = [eager()] + ([] if args.no_compile else [torch_compile()]) + [irforge]
+    systems = [eager()] + ([] if args.no_compile else [torch_compile()]) + irforge
     report = run_suite(cases, systems, reps=args.reps, warmup=args.warmup)
     for p in write_report(report, args.out, "compiled_memory_bound"):
         print("wrote", p)
