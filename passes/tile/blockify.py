@@ -35,7 +35,7 @@ class TileBlockify(Pass):
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.threads <= 1:
             return None
-        for band, axis in _band_splits(op):
+        for band, axis in _band_splits(op, _inner_free_loops(op)):
             size = op.axis_size(axis)
             if size == 1 and op.threads * self.threads > 1024:
                 return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
@@ -51,9 +51,11 @@ class TileBlockify(Pass):
         why = self.check(op)
         if why:
             raise op.error(why)
-        for loop in _inner_free_loops(op):
+        inner = _inner_free_loops(op)
+        splits = _band_splits(op, inner)
+        for loop in inner:
             loop.attributes["bind"] = ("threadIdx.x",)
-        for band, axis in _band_splits(op):
+        for band, axis in splits:
             size = op.axis_size(axis)
             if size == 1:
                 size = self.threads or heuristic().band_threads(op, band, axis)
@@ -82,13 +84,16 @@ def _inner_free_loops(kernel: T.KernelOp) -> list[T.ForOp]:
     return out
 
 
-def _band_splits(kernel: T.KernelOp) -> list[tuple[T.ForOp, str]]:
-    """(band, thread axis) for every band that can take one more thread axis."""
+def _band_splits(kernel: T.KernelOp, inner: list[T.ForOp]) -> list[tuple[T.ForOp, str]]:
+    """(band, thread axis) for every band that can take one more thread axis, once the `inner` loops are on
+    threadIdx.x."""
     out = []
     for band in kernel.walk():
         if not _is_band(band) or any(isinstance(x, T.StageOp) for x in band.walk()):
             continue
         taken = T.bound_axes(band) | T.axes_used_within(band)
+        if any(band.is_ancestor_of(lp) for lp in inner):
+            taken.add("threadIdx.x")
         axis = next((a for a in T.THREAD_AXES if a not in taken), None)
         if axis is not None:
             out.append((band, axis))

@@ -386,18 +386,22 @@ class _Materializer:
     def fold_lanes(self, monoid, element: list[Value]) -> list[Value]:
         """A register tile of elements folded into one carrier in the thread."""
         kb = self.kb
-        lanes = [v if isinstance(v.type, TensorType) else kb.splat(v, self._lane_type(v.type)) for v in element]
         if monoid.width == 1:
-            return [kb.reduce(monoid.name, lanes[0])]
+            v = element[0]
+            return [
+                kb.reduce(monoid.name, v if isinstance(v.type, TensorType) else kb.splat(v, self._lane_type(v.type)))
+            ]
         # The online carrier of a tile (x, w1..wk): m = max(x), s_i = sum(w_i * exp(x - m)); an element at -inf
-        # contributes nothing (exp(-inf - -inf) would be NaN).
-        x = lanes[0]
+        # contributes nothing (exp(-inf - -inf) would be NaN). Scalar weights broadcast.
+        x, weights = element[0], element[1:]
+        if not isinstance(x.type, TensorType):
+            x = kb.splat(x, self._lane_type(x.type))
         et = x.type.dtype
         m = kb.reduce("max", x, hint="tile_max")
         e = kb.scalar("exp", kb.scalar("sub", x, m))
         empty = kb.scalar("eq", x, kb.const(float("-inf"), et))
         scale = kb.scalar("select", empty, kb.const(0.0, et), e)
-        return [m, *(kb.reduce("add", kb.scalar("mul", w, scale)) for w in lanes[1:])]
+        return [m, *(kb.reduce("add", kb.scalar("mul", w, scale)) for w in weights)]
 
     def combine_values(self, monoid, a: list[Value], b: list[Value], types) -> list[Value]:
         """The monoid's combine program on two carriers (kernel values)."""
@@ -411,28 +415,53 @@ class _Materializer:
         return [env[o] for o in outputs]
 
     def combine(self, op: T.CombineOp) -> None:
-        kb = self.kb
         n = self.tk.axis_size("threadIdx.x")
         carriers = [(m, [self.env[v] for v in vals]) for m, _, vals in op.carriers]
+        if n == 1:  # one thread along x: its carrier is the combine
+            for r, v in zip(op.results, op.operands):
+                self.env[r] = self.env[v]
+            return
         if self.tk.threads % 32:  # a partial warp: shuffles need all 32 lanes, so go through shared memory
             carriers = self._through_smem(carriers, n, 1)
             for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
                 v.name_hint = v.name_hint or _value_hint(r)
                 self.env[r] = v
             return
-        width, off = min(n, 32), min(n, 32) // 2
-        while off >= 1:
-            step = []
-            for monoid, comps in carriers:
-                other = [kb.shfl("xor", c, off, width=width if width < 32 else None) for c in comps]
-                step.append((monoid, self.combine_values(monoid, comps, other, [c.type for c in comps])))
-            carriers, off = step, off // 2
+        carriers = self._butterfly(carriers, min(n, 32))
         if n > 32:
             carriers = self._through_smem(carriers, n // 32, 32)
         results = [v for _, comps in carriers for v in comps]
         for r, v in zip(op.results, results):
-            v.name_hint = v.name_hint or _value_hint(r)
+            v.name_hint = _value_hint(r) or v.name_hint
             self.env[r] = v
+
+    def _butterfly(self, carriers, width: int):
+        """The xor-shuffle ladder over `width` lanes (offsets width/2 .. 1) as one loop carrying the carriers and
+        the offset, unrolled when printed: its combine program appears once in the IR."""
+        kb = self.kb
+        steps = width.bit_length() - 1
+        if steps == 0:
+            return carriers
+        flat = [c for _, comps in carriers for c in comps]
+        first = kb.const(width // 2, index)
+        with kb.for_(0, steps, carries=[*flat, first], hint="step", unroll=0) as lp:
+            *cur, off = lp.carries
+            off.name_hint = "offset"
+            new, at = [], 0
+            for monoid, comps in carriers:
+                mine = cur[at : at + len(comps)]
+                other = [kb.shfl("xor", c, Val(off), width=width if width < 32 else None) for c in mine]
+                new += self.combine_values(monoid, mine, other, [c.type for c in comps])
+                at += len(comps)
+            lp.yield_(*new, kb.index(Val(off) // 2))
+        out, at = [], 0
+        for monoid, comps in carriers:
+            warp = lp.results[at : at + len(comps)]
+            for c, r in zip(comps, warp):
+                r.name_hint = f"{c.name_hint}_warp" if c.name_hint else None
+            out.append((monoid, warp))
+            at += len(comps)
+        return out
 
     def _through_smem(self, carriers, slots: int, every: int):
         """The carriers of every `every`-th thread along x (a warp's first lane, or each thread) into shared memory,
