@@ -99,10 +99,12 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
     names = [a.name_hint for a in func.body.args]
     if pipeline:
         run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
+    # Lowering may drop params nothing reads (BatchNorm's num_batches_tracked); the store keeps only those in use.
+    used = {op.attributes["sym"].name for op in captured.module.walk() if op.name.endswith(".param")}
     return Program(
         module=captured.module,
         level=ir,
-        params=captured.params,
+        params={k: v for k, v in captured.params.items() if k in used},
         input_names=names,
         inputs=[to_numpy(t) for t in tp.inputs],
         expected=[to_numpy(t) for t in tp.outputs],

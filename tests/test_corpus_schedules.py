@@ -67,3 +67,14 @@ def test_the_seed_rms_norm_is_one_reduce_kernel_staging_its_input():
     assert "__shared__ __align__(128) float x_smem[2048]" in src
     assert src.count("irf_load(") >= 3 and "__shfl_xor_sync" in src and "__syncthreads()" in src
     assert src.count(" x + ") == 1  # x leaves global memory in one place: the copy into shared memory
+
+
+def test_the_param_store_holds_exactly_the_params_the_lowered_program_reads():
+    """BatchNorm's `num_batches_tracked` is captured but read by nothing: the cuda-level program has no param for it,
+    and the executor refuses params a program does not have, so the store must not hand it over."""
+    entry = dict(PROGRAMS)["batch_norm_eval_f16"]
+    from irforge import frontend
+
+    prog = compile_program(frontend.from_snippet(entry["code"].strip()), "cuda")
+    read = {op.attributes["sym"].name for op in prog.module.walk() if isinstance(op, C.ParamOp)}
+    assert read == set(prog.params) == {"m.weight", "m.bias", "m.running_mean", "m.running_var"}
