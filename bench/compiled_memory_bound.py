@@ -12,6 +12,8 @@ memory-bound kernels at >= 70% of the measured copy bandwidth.
     python bench/compiled_memory_bound.py                         # everything; results in $OUT or bench/results
     python bench/compiled_memory_bound.py --cases softmax --no-compile --reps 100
     python bench/compiled_memory_bound.py --print-ir tile --cases "rms_norm f32"   # the schedule, then exit
+    python bench/compiled_memory_bound.py --cases seed --variant "warp rows=map-to-tile,kernel(tile-cooperative-\
+reduce{threads=32},tile-blockify,tile-vectorize),tile-to-kernel,kernel-to-cuda"   # other schedules beside the default
 """
 
 from __future__ import annotations
@@ -86,15 +88,16 @@ def lower(prog, pipeline: str):
     return module
 
 
-def build(selected: str, log):
-    """The harness cases, the irforge system and its no-staging variant; compile failures are logged and leave
-    that row to the others."""
+def build(selected: str, log, variants: dict[str, str] | None = None):
+    """The harness cases, the irforge system and one system per variant pipeline (default: the no-staging variant,
+    for cases the default stages); compile failures are logged and leave that row to the others."""
     import torch
 
     from irforge.printer import print_module
     from irforge.runtime import Executor
 
-    cases, runners, variants = [], {}, {}
+    cases, runners = [], {}
+    extra = {name: {} for name in (variants or {"irforge (no stage)": NO_STAGE})}
     for cid, fn, shapes, tdt in workloads():
         if selected not in cid:
             continue
@@ -110,11 +113,17 @@ def build(selected: str, log):
             runners[cid] = exe
             res = ", ".join(f"{k}: {v}" for k, v in exe.resources().items())
             log(f"{cid}: compiled in {time.perf_counter() - t0:.1f} s; kernels {res}")
-            if "tile.stage" in print_module(lower(prog, "loop-to-tile")):
-                variants[cid] = Executor(lower(prog, NO_STAGE), params=prog.params)
         except Exception as e:  # a compile failure is a result to report, not a reason to lose the run
             log(f"{cid}: irforge failed to compile: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
-    return cases, [System("irforge", _runner(runners)), System("irforge (no stage)", _runner(variants))]
+            continue
+        if variants is None and "tile.stage" not in print_module(lower(prog, "loop-to-tile")):
+            continue
+        for name, pipeline in (variants or {"irforge (no stage)": NO_STAGE}).items():
+            try:
+                extra[name][cid] = Executor(lower(prog, pipeline), params=prog.params)
+            except Exception as e:
+                log(f"{cid}: variant {name!r} failed to compile: {type(e).__name__}: {e}")
+    return cases, [System("irforge", _runner(runners))] + [System(n, _runner(ex)) for n, ex in extra.items()]
 
 
 def _runner(executors: dict):
@@ -162,6 +171,13 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench/results")
     ap.add_argument("--print-ir", metavar="LEVEL", help="print each selected case's IR at LEVEL and exit (no GPU)")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME=PIPELINE",
+        help="time the loop-level program lowered by PIPELINE beside the default, as system NAME (repeatable; "
+        "replaces the no-staging variant)",
+    )
     args = ap.parse_args(argv)
     if args.print_ir:
         print_ir(args.cases, args.print_ir)
@@ -172,7 +188,13 @@ def main(argv=None) -> int:
         print("compiled_memory_bound: no CUDA GPU visible to torch", file=sys.stderr)
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
-    cases, irforge = build(args.cases, print)
+    variants = None
+    if args.variant:
+        bad = [v for v in args.variant if "=" not in v]
+        if bad:
+            ap.error(f"--variant takes NAME=PIPELINE, got {bad[0]!r}")
+        variants = dict(v.split("=", 1) for v in args.variant)
+    cases, irforge = build(args.cases, print, variants)
     systems = [eager()] + ([] if args.no_compile else [torch_compile()]) + irforge
     report = run_suite(cases, systems, reps=args.reps, warmup=args.warmup)
     for p in write_report(report, args.out, "compiled_memory_bound"):

@@ -83,6 +83,13 @@ def compile(model, *example_inputs, ir: str = "tensor", instrumentations=()) -> 
     return compile_program(from_module(model, example_inputs), ir, instrumentations)
 
 
+def params_in_use(module: Operation, params: dict) -> dict:
+    """The entries of `params` that `module` reads: lowering drops params nothing reads (BatchNorm's
+    `num_batches_tracked`), and the executor refuses params its program does not have."""
+    used = {op.attributes["sym"].name for op in module.walk() if op.name.endswith(".param")}  # every level's param
+    return {k: v for k, v in params.items() if k in used}
+
+
 def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
     """Capture a `frontend.TorchProgram` and lower it to level `ir`."""
     from .dialects.torch.capture import capture, to_numpy
@@ -99,12 +106,10 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
     names = [a.name_hint for a in func.body.args]
     if pipeline:
         run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
-    # Lowering may drop params nothing reads (BatchNorm's num_batches_tracked); the store keeps only those in use.
-    used = {op.attributes["sym"].name for op in captured.module.walk() if op.name.endswith(".param")}
     return Program(
         module=captured.module,
         level=ir,
-        params={k: v for k, v in captured.params.items() if k in used},
+        params=params_in_use(captured.module, captured.params),
         input_names=names,
         inputs=[to_numpy(t) for t in tp.inputs],
         expected=[to_numpy(t) for t in tp.outputs],

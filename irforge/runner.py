@@ -22,11 +22,12 @@ from .diagnostics import error
 
 def executor(prog, **kw):
     """An `Executor` for a cuda-level program with its captured params bound."""
+    from .compiler import params_in_use
     from .runtime import Executor
 
     if prog.level != "cuda":
         raise error(f"only cuda-level programs run on the GPU; this one is at the {prog.level} level")
-    return Executor(prog.module, params=prog.params, **kw)
+    return Executor(prog.module, params=params_in_use(prog.module, prog.params), **kw)
 
 
 def to_numpy(t) -> np.ndarray:

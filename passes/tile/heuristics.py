@@ -12,10 +12,17 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 from __future__ import annotations
 
 from irforge.dialects import tile as T
+from irforge.dialects.kernel.types import element_bytes
 
 THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several blocks per SM
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
-ELEMENTS_PER_THREAD = 8  # a cooperative reduction gives each thread at least this many elements
+# A cooperative reduction gives each thread this many bytes of its row (four 16-byte vectors): fewer and the
+# block's fixed cost (the combine's barriers) dominates, more and too few loads are in flight per SM. Measured on
+# an H100 over rows of 2048 and 4096 f32/bf16 (bench/results/schedule_sweep-h100-2026-11-22.md).
+BYTES_PER_THREAD = 64
+# Rows of a band below threads that share each row fill blocks of this many threads: 128 rather than 256 keeps a
+# row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
+ROW_BLOCK_THREADS = 128
 STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (of the 48 KB static limit)
 
 
@@ -33,19 +40,21 @@ class Heuristic:
         n = reduce.extents[0]
         if n < MIN_COOPERATIVE:
             return 1
-        return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n // ELEMENTS_PER_THREAD)))
+        loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
+        size = min(map(element_bytes, loads), default=4)
+        return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:
         """Threads along `axis` a band's points are split over (1: the band stays one point per block).
 
         Along threadIdx.x (nothing inside shares the band's point): up to 256, no more than the points. Along y,
-        below threads that share each point: rows per block filling 256 threads, dividing the points evenly (so a
+        below threads that share each point: rows per block filling 128 threads, dividing the points evenly (so a
         combine inside never waits for a row that has no point)."""
         points = band.work_items
         if axis == "threadIdx.x":
             return min(THREADS_PER_BLOCK, _pow2_ceil(points))
         per_point = kernel.threads
-        rows = max(1, THREADS_PER_BLOCK // per_point)
+        rows = max(1, ROW_BLOCK_THREADS // per_point)
         while rows > 1 and points % rows:
             rows //= 2
         return rows

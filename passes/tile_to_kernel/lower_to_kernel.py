@@ -5,7 +5,9 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 `kernel.param`. Inside, by construct:
 
 - a loop distributed `by` axes: its unit `u` from the hardware indices, then `for (w = u; w < W; w += P)` over
-  work items (just `w = u` when P = W, a guard when P > W); a loop without `by`: `for (w = 0; w < W; ++w)`; the
+  work items (just `w = u` when P = W, a guard when P > W); when P divides W every thread makes W / P trips, and
+  the loop counts them, `for (k = 0; k < W / P; ++k) w = k * P + u`, unrolled, so a thread's loads of all its
+  trips are in flight at once instead of one after another; a loop without `by`: `for (w = 0; w < W; ++w)`; the
   loop indices are delinearized from `w * vector`;
 - `vector V`: values that depend on the innermost index become register tiles `T[V]` (16-byte loads and stores),
   values that do not stay scalars (the kernel dialect broadcasts them);
@@ -23,6 +25,7 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
@@ -42,6 +45,8 @@ from irforge.types import TensorType, boolean, index
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
 _HW_HINTS |= {"blockIdx.x": "bx", "blockIdx.y": "by", "blockIdx.z": "bz"}
 _INDEX_LIMIT = 2**31 - 1
+FULL_UNROLL = 8  # uniform strided loops of up to this many trips unroll fully, longer ones by UNROLL
+UNROLL = 4
 
 
 class LowerToKernel(Pass):
@@ -311,11 +316,11 @@ class _Materializer:
         numel = math.prod(box)
         threads = self.tk.threads
         t = dtype if vec == 1 else TensorType(dtype, (vec,))
-        with kb.for_(self.linear_thread() * vec, numel, step=threads * vec, hint="e") as lp:
+        with self.strided(self.linear_thread() * vec, numel, threads * vec, hint="e") as (_, e):
             local, flat = [], ix.Const(0)
             for d, (o, n, size) in enumerate(zip(offsets, box, shape)):
                 inner = math.prod(box[d + 1 :])
-                i = ix.Const(0) if n == 1 else Val(lp.iv) // inner if inner != 1 else Val(lp.iv)
+                i = ix.Const(0) if n == 1 else Val(e) // inner if inner != 1 else Val(e)
                 if n > 1 and inner * n < numel:
                     i = i % n
                 local.append(i)
@@ -326,6 +331,21 @@ class _Materializer:
         self.env[op.result] = smem
 
     # ---- loops --------------------------------------------------------------------------------------------------
+    @contextmanager
+    def strided(self, first, count: int, step: int, carries=(), hint: str = "w"):
+        """A loop over the items `first, first + step, ...` below `count` (0 <= first < step); yields the loop and
+        the item. Where `step` divides `count`, every thread makes the same trips: the loop counts them and is
+        unrolled (fully up to FULL_UNROLL trips), so the compiler can issue all the trips' loads before the first
+        is used (one load in flight per thread cannot cover DRAM latency)."""
+        kb = self.kb
+        if step > 1 and count % step == 0:
+            trips = count // step
+            with kb.for_(0, trips, carries=carries, hint="k", unroll=0 if trips <= FULL_UNROLL else UNROLL) as lp:
+                yield lp, kb.index(Val(lp.iv) * step + first, hint)
+        else:
+            with kb.for_(first, count, step=step, carries=carries, hint=hint) as lp:
+                yield lp, lp.iv
+
     def _with_width(self, loop: T.LoopOp):
         outer = self.width
         if loop.vector > 1:
@@ -352,8 +372,8 @@ class _Materializer:
                 body(u)
         else:
             lower, step = (self.unit(op.bind), units) if op.bind else (0, 1)
-            with kb.for_(lower, w_count, step=step, hint=w_hint) as lp:
-                body(lp.iv)
+            with self.strided(lower, w_count, step, hint=w_hint) as (_, w):
+                body(w)
         self.width = outer
 
     def reduce(self, op: T.ReduceOp) -> None:
@@ -362,10 +382,11 @@ class _Materializer:
         lower, step = (self.unit(op.bind), op.units(self.tk)) if op.bind else (0, 1)
         single = op.vector == 1
         outer = self._with_width(op)
-        with kb.for_(lower, op.work_items, step=step, carries=inits, hint=_value_hint(op.iv) if single else "w") as lp:
+        hint = _value_hint(op.iv) if single else "w"
+        with self.strided(lower, op.work_items, step, carries=inits, hint=hint) as (lp, w):
             for carry, r in zip(lp.carries, op.results):
                 carry.name_hint = f"{_value_hint(r) or 'acc'}_acc"
-            self.bind_indices(op, lp.iv)
+            self.bind_indices(op, w)
             self.block(op.body)
             ys = [self.env[v] for v in op.yielded]
             new, at = [], 0
