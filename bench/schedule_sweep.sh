@@ -13,7 +13,7 @@ for t in 64 128 256; do
   variants+=(--variant "t$t r1 stage=$(pipe $t '{threads=1}' ',tile-stage-inputs')")
 done
 variants+=(--variant "t128 r1=$(pipe 128 '{threads=1}' '')")
-for c in "rms_norm" "softmax f" "seed"; do
-  timeout "${SWEEP_TIMEOUT:-150}" python3 "$(dirname "$0")/compiled_memory_bound.py" --out "$out/${c// /_}" --no-compile \
+for c in "rms_norm" "softmax " "seed"; do
+  timeout "${SWEEP_TIMEOUT:-150}" python3 "$(dirname "$0")/compiled_memory_bound.py" --out "$out/${c%% *}" --no-compile \
     --reps 50 --cases "$c" "${variants[@]}" || echo "sweep of '$c' failed or timed out"
 done
