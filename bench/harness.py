@@ -199,6 +199,10 @@ def environment() -> dict:
 
 
 def _git_revision() -> str:
+    """HEAD (and whether the tree differs from it); IRFORGE_GIT_REV wins, for copies of a checkout whose .git is
+    not the one measured."""
+    if os.environ.get("IRFORGE_GIT_REV"):
+        return os.environ["IRFORGE_GIT_REV"]
     try:
         root = Path(__file__).resolve().parent.parent
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
@@ -207,7 +211,7 @@ def _git_revision() -> str:
             return rev.stdout.strip() + (" (modified)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("IRFORGE_GIT_REV", "unknown")
+    return "unknown"
 
 
 def run_suite(

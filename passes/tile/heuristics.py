@@ -18,7 +18,7 @@ THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several b
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
 # A cooperative reduction gives each thread this many bytes of its row (four 16-byte vectors): fewer and the
 # block's fixed cost (the combine's barriers) dominates, more and too few loads are in flight per SM. Measured on
-# an H100 over rows of 2048 and 4096 f32/bf16 (bench/results/schedule_sweep-h100-2026-11-22.md).
+# an H100 over rows of 2048 and 4096 f32/bf16 (bench/results/schedule_sweep-h100-2026-11-22/, by bench/schedule_sweep.sh).
 BYTES_PER_THREAD = 64
 # Rows of a band below threads that share each row fill blocks of this many threads: 128 rather than 256 keeps a
 # row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
