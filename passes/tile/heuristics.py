@@ -16,9 +16,10 @@ from irforge.dialects.kernel.types import element_bytes
 
 THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several blocks per SM
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
-# A cooperative reduction gives each thread this many bytes of its row (four 16-byte vectors): fewer and the
-# block's fixed cost (the combine's barriers) dominates, more and too few loads are in flight per SM. Measured on
-# an H100 over rows of 2048 and 4096 f32/bf16 (bench/results/schedule_sweep-h100-2026-11-22/, by bench/schedule_sweep.sh).
+# A cooperative reduction gives each thread this many bytes of its row (four 16-byte vectors): with fewer the
+# combine's fixed cost (shuffles, barriers) dominates, with more a row has too few threads to keep loads in flight.
+# Measured on an H100 over rows of 2048 and 4096, f32 and bf16: bench/schedule_sweep.sh, results in
+# bench/results/schedule_sweep-h100-2026-11-22/.
 BYTES_PER_THREAD = 64
 # Rows of a band below threads that share each row fill blocks of this many threads: 128 rather than 256 keeps a
 # row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
