@@ -80,6 +80,23 @@ def test_online_softmax_materializes_with_the_generic_combine():
     assert {str(op.result.type) for op in loads} >= {"f32[4]"}  # 16-byte vectors
 
 
+def test_online_softmax_with_masked_tiles_and_threads():
+    """Causal-mask patterns: a 4-element tile all at -inf under a finite row max, a thread whose every element is
+    -inf, a row with one finite element. A tile's sums are guarded once (its max at -inf), not per element."""
+    import numpy as np
+
+    m = _lowered(SOFTMAX_TILE)
+    x = np.random.default_rng(1).standard_normal((4, 256)).astype(np.float32)
+    x[0, :128] = -np.inf  # whole tiles and whole threads' first trips masked
+    x[1, 4:8] = -np.inf  # one tile masked
+    x[2, :] = -np.inf
+    x[2, 255] = 0.5  # one element left
+    x[3, 1::2] = -np.inf  # half of every tile
+    (y,) = interpret(m, [x])
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
 def test_store_outside_distributed_loops_is_guarded_to_one_thread():
     text = """func.func @forward(%x: f32[64]) -> f32[] {
   %y = tile.buffer f32[]

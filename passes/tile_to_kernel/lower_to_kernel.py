@@ -412,17 +412,24 @@ class _Materializer:
             return [
                 kb.reduce(monoid.name, v if isinstance(v.type, TensorType) else kb.splat(v, self._lane_type(v.type)))
             ]
-        # The online carrier of a tile (x, w1..wk): m = max(x), s_i = sum(w_i * exp(x - m)); an element at -inf
-        # contributes nothing (exp(-inf - -inf) would be NaN). Scalar weights broadcast.
+        # The online carrier of a tile (x, w1..wk): m = max(x), s_i = sum(w_i * exp(x - m)), a scalar weight taken
+        # out of the sum. Below a finite m an element at -inf adds exp(-inf) = 0; a tile all at -inf has m = -inf and
+        # would sum NaNs (exp(-inf - -inf)), so its sums are 0: one guard per tile, not per element.
         x, weights = element[0], element[1:]
         if not isinstance(x.type, TensorType):
             x = kb.splat(x, self._lane_type(x.type))
         et = x.type.dtype
         m = kb.reduce("max", x, hint="tile_max")
         e = kb.scalar("exp", kb.scalar("sub", x, m))
-        empty = kb.scalar("eq", x, kb.const(float("-inf"), et))
-        scale = kb.scalar("select", empty, kb.const(0.0, et), e)
-        return [m, *(kb.reduce("add", kb.scalar("mul", w, scale)) for w in weights)]
+        empty = kb.scalar("eq", m, kb.const(float("-inf"), et))
+        zero, sums = kb.const(0.0, et), []
+        for w in weights:
+            if isinstance(w.type, TensorType):
+                s = kb.reduce("add", kb.scalar("mul", w, e))
+            else:
+                s = kb.scalar("mul", w, kb.reduce("add", e))
+            sums.append(kb.scalar("select", empty, zero, s))
+        return [m, *sums]
 
     def combine_values(self, monoid, a: list[Value], b: list[Value], types) -> list[Value]:
         """The monoid's combine program on two carriers (kernel values)."""
