@@ -351,139 +351,32 @@ class YieldOp(Operation):
 
 
 # ---- memory and indices ----------------------------------------------------------------------------------------
-class AccessOp(Operation):
+class AccessOp(indexing.SubscriptOp):
     """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
 
-    def index_exprs(self):
-        """The subscripts as expressions over the index values (`indexing.ValueDim` leaves)."""
-        return indexing.value_exprs(self.attributes["index"], self.indices)
+    def kernel(self):
+        return kernel_of(self)
 
-    def _verify_subscript(self):
-        buf = self.buffer
-        if not isinstance(buf.type, TensorType):
-            raise self.error(f"needs a buffer (tensor) operand, got {buf.type}")
-        m = self.attributes["index"]
-        if not isinstance(m, AffineMap) or m.num_dims != len(self.indices):
-            raise self.error("index map must have one dimension per index operand")
-        if len(m.results) != buf.type.rank:
-            raise self.error(f"has {len(m.results)} subscript(s) for a rank-{buf.type.rank} buffer")
-        for v in self.indices:
-            if v.type != index:
-                raise self.error(f"subscripts are index values, got {v.type}")
-        if kernel_of(self) is None:
-            raise self.error("must be inside a loop.kernel")
-        extents = loop_extents(self)
-        if 0 in extents.values():
-            return  # never runs
-        for k, (e, size) in enumerate(zip(self.index_exprs(), buf.type.shape)):
-            b = indexing.value_range(e, extents)
-            if b is not None and (b[0] < 0 or b[1] >= size):
-                raise self.error(f"subscript {k} ranges over {b[0]}..{b[1]}, outside 0..{size - 1}")
-
-    def _subscript(self, p) -> str:
-        m = self.attributes["index"]
-        return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
+    def extents(self) -> dict:
+        return loop_extents(self)
 
 
-class LoadOp(AccessOp):
+class LoadOp(indexing.LoadValueOp, AccessOp):
     """Read one element of a buffer."""
 
     name = "loop.load"
-    operand_names = ("buffer", "*indices")
-    result_names = ("result",)
-    attribute_types = {"index": AffineMap}
-    num_regions = 0
-    traits = frozenset({"pure"})  # a kernel never writes what it reads
-
-    @staticmethod
-    def build(buffer, exprs, hint: str | None = None, loc=UNKNOWN) -> LoadOp:
-        """`exprs`: one subscript per dimension, over values (`ValueDim`s, or Values, or ints)."""
-        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
-        return LoadOp([buffer, *ops], [buffer.type.dtype], {"index": m}, loc=loc, result_hints=[hint])
-
-    @classmethod
-    def infer_result_types(cls, operand_types, attributes):
-        return [operand_types[0].dtype]
-
-    def verify_(self):
-        self._verify_subscript()
-        if self.result.type != self.buffer.type.dtype:
-            raise self.error(f"loads {self.buffer.type.dtype}, not {self.result.type}")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"index"}:
-            return p.print_generic(self)
-        p.write("loop.load ", p.value(self.buffer), self._subscript(p))
 
 
-class StoreOp(AccessOp):
+class StoreOp(indexing.StoreValueOp, AccessOp):
     """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
 
     name = "loop.store"
-    operand_names = ("buffer", "*indices", "value")
-    result_names = ()
-    attribute_types = {"index": AffineMap}
-    num_regions = 0
-
-    @staticmethod
-    def build(buffer, exprs, value, loc=UNKNOWN) -> StoreOp:
-        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
-        return StoreOp([buffer, *ops, value], [], {"index": m}, loc=loc)
-
-    def verify_(self):
-        self._verify_subscript()
-        if self.value.type != self.buffer.type.dtype:
-            raise self.error(f"stores {self.value.type} into a {self.buffer.type.dtype} buffer")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"index"}:
-            return p.print_generic(self)
-        p.write("loop.store ", p.value(self.buffer), self._subscript(p), " = ", p.value(self.value))
 
 
-class IndexOp(Operation):
+class IndexOp(indexing.IndexValueOp):
     """An index value computed from others: `loop.index %a0 * 64 + %a1` (a subscript, named)."""
 
     name = "loop.index"
-    operand_names = ("*indices",)
-    result_names = ("result",)
-    attribute_types = {"expr": AffineMap}
-    num_regions = 0
-    traits = frozenset({"pure"})
-
-    @staticmethod
-    def build(expr, hint: str | None = None, loc=UNKNOWN) -> IndexOp:
-        m, ops = indexing.canonical([_as_expr(expr)])
-        return IndexOp(ops, [index], {"expr": m}, loc=loc, result_hints=[hint])
-
-    @classmethod
-    def infer_result_types(cls, operand_types, attributes):
-        return [index]
-
-    def index_expr(self):
-        return indexing.value_exprs(self.attributes["expr"], self.indices)[0]
-
-    def verify_(self):
-        m = self.attributes["expr"]
-        if m.num_dims != len(self.indices) or len(m.results) != 1:
-            raise self.error("needs one expression with one dimension per operand")
-        for v in self.indices:
-            if v.type != index:
-                raise self.error(f"computes from index values, got {v.type}")
-        if self.result.type != index:
-            raise self.error("result must be index")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"expr"}:
-            return p.print_generic(self)
-        p.write("loop.index ", p.index_expr(self.attributes["expr"].results[0], self.indices))
-
-
-def _as_expr(e):
-    from irforge.index_expr import as_expr
-    from irforge.ir import Value
-
-    return indexing.ValueDim(e) if isinstance(e, Value) else as_expr(e)
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------

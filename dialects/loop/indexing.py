@@ -1,4 +1,5 @@
-"""Index expressions over SSA values, for passes that build and rewrite loads, stores and `loop.index`.
+"""Index expressions over SSA values, for passes that build and rewrite loads, stores and `loop.index`; and the
+base classes of the ops the loop and tile levels share (buffer subscripts, `index` values).
 
 In the IR an op's index expressions are an `AffineMap` whose dimension `i` is the op's `i`-th index operand,
 numbered by first appearance in the printed text (what `parser.bind_index_values` produces), so that
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 
 from irforge import index_expr as ix
 from irforge.index_expr import AffineMap, IndexExpr
-from irforge.ir import Value
+from irforge.ir import Operation, Value
+from irforge.location import UNKNOWN
+from irforge.types import TensorType, index
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +124,157 @@ def value_range(e: IndexExpr, extents) -> tuple[int, int] | None:
 
 
 def simplify(e: IndexExpr, extents) -> IndexExpr:
-    """`index_expr.simplify` with loop extents: folds what the ranges decide (what reshapes leave behind)."""
-    dims, values, ext = _as_dims(e, extents)
-    out = ix.simplify(dims, ext)
-    return _replace(out, lambda leaf: ValueDim(values[leaf.index]) if isinstance(leaf, ix.Dim) else leaf)
+    """`index_expr.simplify` with loop extents: folds what the ranges decide (what reshapes leave behind).
+
+    Repeated to a fixpoint: terms are ordered by their values' numbering, which is by first appearance, and a
+    simplified expression can number them differently than its input did (a pass must not change its own output
+    when run again)."""
+    for _ in range(8):
+        dims, values, ext = _as_dims(e, extents)
+        out = ix.simplify(dims, ext)
+        out = _replace(out, lambda leaf, vs=values: ValueDim(vs[leaf.index]) if isinstance(leaf, ix.Dim) else leaf)
+        if out == e:
+            break
+        e = out
+    return e
+
+
+def as_value_expr(e) -> IndexExpr:
+    """A Value as its `ValueDim` leaf; an int or expression as is."""
+    return ValueDim(e) if isinstance(e, Value) else ix.as_expr(e)
+
+
+# ---- ops the loop and tile levels share --------------------------------------------------------------------------
+class SubscriptOp(Operation):
+    """Base of the ops that address a buffer, `%buffer[e0, e1, ...]` (the buffer is operand 0): an `index` map over
+    SSA index values. A level's subclass answers `kernel()` (the kernel around it) and `extents()` (its loops'
+    ranges), which the subscript's bounds check needs."""
+
+    def kernel(self) -> Operation | None:
+        raise NotImplementedError
+
+    def extents(self) -> dict:
+        raise NotImplementedError
+
+    def index_exprs(self) -> list[IndexExpr]:
+        """The subscripts as expressions over the index values (`ValueDim` leaves)."""
+        return value_exprs(self.attributes["index"], self.indices)
+
+    def verify_subscript(self, room=None, what: str = "subscript") -> None:
+        """Types, arity, and every subscript's range inside the buffer; `room`: elements accessed from each
+        subscript on (a box's shape), 1 by default."""
+        buf = self.operands[0]
+        if not isinstance(buf.type, TensorType):
+            raise self.error(f"needs a buffer (tensor) operand, got {buf.type}")
+        m = self.attributes["index"]
+        if not isinstance(m, AffineMap) or m.num_dims != len(self.indices):
+            raise self.error("index map must have one dimension per index operand")
+        if len(m.results) != buf.type.rank:
+            raise self.error(f"has {len(m.results)} subscript(s) for a rank-{buf.type.rank} buffer")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"subscripts are index values, got {v.type}")
+        if self.kernel() is None:
+            raise self.error(f"must be inside a {self.dialect}.kernel")
+        extents = self.extents()
+        if 0 in extents.values():
+            return  # never runs
+        for k, (e, size, r) in enumerate(zip(self.index_exprs(), buf.type.shape, room or (1,) * buf.type.rank)):
+            b = value_range(e, extents)
+            if b is not None and (b[0] < 0 or b[1] + r - 1 >= size):
+                raise self.error(f"{what} {k} ranges over {b[0]}..{b[1] + r - 1}, outside 0..{size - 1}")
+
+    def subscript(self, p) -> str:
+        m = self.attributes["index"]
+        return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
+
+
+class LoadValueOp(SubscriptOp):
+    """Read one element of a buffer: `<dialect>.load %buffer[e0, ...]` (a level's subclass adds its hooks)."""
+
+    operand_names = ("buffer", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})  # a kernel never writes what it reads
+
+    @classmethod
+    def build(cls, buffer, exprs, hint: str | None = None, loc=UNKNOWN):
+        """`exprs`: one subscript per dimension, over values (`ValueDim`s, or Values, or ints)."""
+        m, ops = canonical([as_value_expr(e) for e in exprs])
+        return cls([buffer, *ops], [buffer.type.dtype], {"index": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [operand_types[0].dtype]
+
+    def verify_(self):
+        self.verify_subscript()
+        if self.result.type != self.buffer.type.dtype:
+            raise self.error(f"loads {self.buffer.type.dtype}, not {self.result.type}")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write(f"{self.name} ", p.value(self.buffer), self.subscript(p))
+
+
+class StoreValueOp(SubscriptOp):
+    """Write one element of a buffer: `<dialect>.store %buffer[e0, ...] = %v`."""
+
+    operand_names = ("buffer", "*indices", "value")
+    result_names = ()
+    attribute_types = {"index": AffineMap}
+    num_regions = 0
+
+    @classmethod
+    def build(cls, buffer, exprs, value, loc=UNKNOWN):
+        m, ops = canonical([as_value_expr(e) for e in exprs])
+        return cls([buffer, *ops, value], [], {"index": m}, loc=loc)
+
+    def verify_(self):
+        self.verify_subscript()
+        if self.value.type != self.buffer.type.dtype:
+            raise self.error(f"stores {self.value.type} into a {self.buffer.type.dtype} buffer")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"index"}:
+            return p.print_generic(self)
+        p.write(f"{self.name} ", p.value(self.buffer), self.subscript(p), " = ", p.value(self.value))
+
+
+class IndexValueOp(Operation):
+    """An index value computed from others: `<dialect>.index %a0 * 64 + %a1` (a subscript, named)."""
+
+    operand_names = ("*indices",)
+    result_names = ("result",)
+    attribute_types = {"expr": AffineMap}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    @classmethod
+    def build(cls, expr, hint: str | None = None, loc=UNKNOWN):
+        m, ops = canonical([as_value_expr(expr)])
+        return cls(ops, [index], {"expr": m}, loc=loc, result_hints=[hint])
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [index]
+
+    def index_expr(self) -> IndexExpr:
+        return value_exprs(self.attributes["expr"], self.indices)[0]
+
+    def verify_(self):
+        m = self.attributes["expr"]
+        if m.num_dims != len(self.indices) or len(m.results) != 1:
+            raise self.error("needs one expression with one dimension per operand")
+        for v in self.indices:
+            if v.type != index:
+                raise self.error(f"computes from index values, got {v.type}")
+        if self.result.type != index:
+            raise self.error("result must be index")
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"expr"}:
+            return p.print_generic(self)
+        p.write(f"{self.name} ", p.index_expr(self.attributes["expr"].results[0], self.indices))

@@ -524,37 +524,14 @@ def _is_function_buffer(v: Value) -> bool:
     return owner.parent is not None and isinstance(owner.parent.parent, FuncOp)
 
 
-class _Indexed(Operation):
+class _Indexed(indexing.SubscriptOp):
     """Shared by loads, stores and stages: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
 
-    def index_exprs(self):
-        return indexing.value_exprs(self.attributes["index"], self.indices)
+    def kernel(self):
+        return kernel_of(self)
 
-    def _verify_subscript(self, shape, what: str = "subscript"):
-        buf = self.operands[0]
-        if not isinstance(buf.type, TensorType):
-            raise self.error(f"needs a buffer (tensor) operand, got {buf.type}")
-        m = self.attributes["index"]
-        if not isinstance(m, AffineMap) or m.num_dims != len(self.indices):
-            raise self.error("index map must have one dimension per index operand")
-        if len(m.results) != buf.type.rank:
-            raise self.error(f"has {len(m.results)} subscript(s) for a rank-{buf.type.rank} buffer")
-        for v in self.indices:
-            if v.type != index:
-                raise self.error(f"subscripts are index values, got {v.type}")
-        if kernel_of(self) is None:
-            raise self.error("must be inside a tile.kernel")
-        extents = loop_extents(self)
-        if 0 in extents.values():
-            return  # never runs
-        for k, (e, size, room) in enumerate(zip(self.index_exprs(), buf.type.shape, shape)):
-            b = indexing.value_range(e, extents)
-            if b is not None and (b[0] < 0 or b[1] + room - 1 >= size):
-                raise self.error(f"{what} {k} ranges over {b[0]}..{b[1] + room - 1}, outside 0..{size - 1}")
-
-    def _subscript(self, p) -> str:
-        m = self.attributes["index"]
-        return "[" + ", ".join(p.index_expr(e, self.indices) for e in m.results) + "]"
+    def extents(self) -> dict:
+        return loop_extents(self)
 
 
 class StageOp(_Indexed):
@@ -570,7 +547,7 @@ class StageOp(_Indexed):
 
     @staticmethod
     def build(source, exprs, box, hint=None, loc=UNKNOWN) -> StageOp:
-        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
+        m, ops = indexing.canonical([indexing.as_value_expr(e) for e in exprs])
         t = TensorType(source.type.dtype, tuple(box))
         return StageOp([source, *ops], [t], {"index": m}, loc=loc, result_hints=[hint])
 
@@ -587,7 +564,7 @@ class StageOp(_Indexed):
             raise self.error(f"stages a box of {src} as {t}: element type and rank must match")
         if not _is_function_buffer(self.source):
             raise self.error("stages a buffer of the function (an input, param or tile.buffer)")
-        self._verify_subscript(t.shape, "box dimension")
+        self.verify_subscript(t.shape, "box dimension")
         for a in ancestors(self):
             if isinstance(a, ReduceOp):
                 raise self.error("cannot be inside a tile.reduce")
@@ -600,108 +577,30 @@ class StageOp(_Indexed):
     def print_custom(self, p):
         if set(self.attributes) != {"index"}:
             return p.print_generic(self)
-        p.write("tile.stage ", p.value(self.source), self._subscript(p), " -> smem : ", p.type(self.result.type))
+        p.write("tile.stage ", p.value(self.source), self.subscript(p), " -> smem : ", p.type(self.result.type))
 
 
-class LoadOp(_Indexed):
+class LoadOp(indexing.LoadValueOp, _Indexed):
     """Read one element of a buffer or of a staged box."""
 
     name = "tile.load"
-    operand_names = ("buffer", "*indices")
-    result_names = ("result",)
-    attribute_types = {"index": AffineMap}
-    num_regions = 0
-    traits = frozenset({"pure"})
-
-    @staticmethod
-    def build(buffer, exprs, hint: str | None = None, loc=UNKNOWN) -> LoadOp:
-        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
-        return LoadOp([buffer, *ops], [buffer.type.dtype], {"index": m}, loc=loc, result_hints=[hint])
-
-    @classmethod
-    def infer_result_types(cls, operand_types, attributes):
-        return [operand_types[0].dtype]
 
     def verify_(self):
         if not (_is_function_buffer(self.buffer) or _is_stage(self.buffer)):
             raise self.error("reads a buffer of the function or a tile.stage")
-        self._verify_subscript((1,) * self.buffer.type.rank)
-        if self.result.type != self.buffer.type.dtype:
-            raise self.error(f"loads {self.buffer.type.dtype}, not {self.result.type}")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"index"}:
-            return p.print_generic(self)
-        p.write("tile.load ", p.value(self.buffer), self._subscript(p))
+        super().verify_()
 
 
-class StoreOp(_Indexed):
+class StoreOp(indexing.StoreValueOp, _Indexed):
     """Write one element of a buffer (never inside a reduction); once per point (see the module docstring)."""
 
     name = "tile.store"
-    operand_names = ("buffer", "*indices", "value")
-    result_names = ()
-    attribute_types = {"index": AffineMap}
-    num_regions = 0
-
-    @staticmethod
-    def build(buffer, exprs, value, loc=UNKNOWN) -> StoreOp:
-        m, ops = indexing.canonical([_as_expr(e) for e in exprs])
-        return StoreOp([buffer, *ops, value], [], {"index": m}, loc=loc)
-
-    def verify_(self):
-        self._verify_subscript((1,) * self.buffer.type.rank)
-        if self.value.type != self.buffer.type.dtype:
-            raise self.error(f"stores {self.value.type} into a {self.buffer.type.dtype} buffer")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"index"}:
-            return p.print_generic(self)
-        p.write("tile.store ", p.value(self.buffer), self._subscript(p), " = ", p.value(self.value))
 
 
-class IndexOp(Operation):
+class IndexOp(indexing.IndexValueOp):
     """An index value computed from others: `tile.index %a0 * 64 + %a1`."""
 
     name = "tile.index"
-    operand_names = ("*indices",)
-    result_names = ("result",)
-    attribute_types = {"expr": AffineMap}
-    num_regions = 0
-    traits = frozenset({"pure"})
-
-    @staticmethod
-    def build(expr, hint: str | None = None, loc=UNKNOWN) -> IndexOp:
-        m, ops = indexing.canonical([_as_expr(expr)])
-        return IndexOp(ops, [index], {"expr": m}, loc=loc, result_hints=[hint])
-
-    @classmethod
-    def infer_result_types(cls, operand_types, attributes):
-        return [index]
-
-    def index_expr(self):
-        return indexing.value_exprs(self.attributes["expr"], self.indices)[0]
-
-    def verify_(self):
-        m = self.attributes["expr"]
-        if m.num_dims != len(self.indices) or len(m.results) != 1:
-            raise self.error("needs one expression with one dimension per operand")
-        for v in self.indices:
-            if v.type != index:
-                raise self.error(f"computes from index values, got {v.type}")
-        if self.result.type != index:
-            raise self.error("result must be index")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"expr"}:
-            return p.print_generic(self)
-        p.write("tile.index ", p.index_expr(self.attributes["expr"].results[0], self.indices))
-
-
-def _as_expr(e):
-    from irforge.index_expr import as_expr
-
-    return indexing.ValueDim(e) if isinstance(e, Value) else as_expr(e)
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
