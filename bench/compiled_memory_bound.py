@@ -97,7 +97,8 @@ def build(selected: str, log, variants: dict[str, str] | None = None):
     from irforge.runtime import Executor
 
     cases, runners = [], {}
-    extra = {name: {} for name in (variants or {"irforge (no stage)": NO_STAGE})}
+    pipelines = variants or {"irforge (no stage)": NO_STAGE}
+    extra = {name: {} for name in pipelines}
     for cid, fn, shapes, tdt in workloads():
         if selected not in cid:
             continue
@@ -118,7 +119,7 @@ def build(selected: str, log, variants: dict[str, str] | None = None):
             continue
         if variants is None and "tile.stage" not in print_module(lower(prog, "loop-to-tile")):
             continue
-        for name, pipeline in (variants or {"irforge (no stage)": NO_STAGE}).items():
+        for name, pipeline in pipelines.items():
             try:
                 extra[name][cid] = Executor(lower(prog, pipeline), params=prog.params)
             except Exception as e:
@@ -179,6 +180,12 @@ def main(argv=None) -> int:
         "replaces the no-staging variant)",
     )
     args = ap.parse_args(argv)
+    variants = None
+    if args.variant:
+        bad = [v for v in args.variant if "=" not in v]
+        if bad:
+            ap.error(f"--variant takes NAME=PIPELINE, got {bad[0]!r}")
+        variants = dict(v.split("=", 1) for v in args.variant)
     if args.print_ir:
         print_ir(args.cases, args.print_ir)
         return 0
@@ -188,12 +195,6 @@ def main(argv=None) -> int:
         print("compiled_memory_bound: no CUDA GPU visible to torch", file=sys.stderr)
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
-    variants = None
-    if args.variant:
-        bad = [v for v in args.variant if "=" not in v]
-        if bad:
-            ap.error(f"--variant takes NAME=PIPELINE, got {bad[0]!r}")
-        variants = dict(v.split("=", 1) for v in args.variant)
     cases, irforge = build(args.cases, print, variants)
     systems = [eager()] + ([] if args.no_compile else [torch_compile()]) + irforge
     report = run_suite(cases, systems, reps=args.reps, warmup=args.warmup)

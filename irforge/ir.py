@@ -201,6 +201,13 @@ class Operation:
         blk = self.parent
         return blk.parent.parent if blk is not None and blk.parent is not None else None
 
+    def ancestors(self):
+        """The ops enclosing this one, innermost first."""
+        cur = self.parent_op
+        while cur is not None:
+            yield cur
+            cur = cur.parent_op
+
     @property
     def dialect(self) -> str:
         return self.name.split(".", 1)[0]

@@ -80,10 +80,7 @@ class KernelOp(Operation):
 
 
 def enclosing_kernel(op: Operation) -> KernelFuncOp | None:
-    p = op.parent_op
-    while p is not None and not isinstance(p, KernelFuncOp):
-        p = p.parent_op
-    return p
+    return next((a for a in op.ancestors() if isinstance(a, KernelFuncOp)), None)
 
 
 class IndexedOp(KernelOp):

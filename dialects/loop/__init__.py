@@ -220,7 +220,7 @@ class ForOp(LoopOp):
 
     def verify_(self):
         self._verify_header()
-        if any(isinstance(a, ReduceOp) for a in ancestors(self)):
+        if any(isinstance(a, ReduceOp) for a in self.ancestors()):
             raise self.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
 
     def print_custom(self, p):
@@ -380,24 +380,16 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
-def ancestors(op: Operation):
-    """Enclosing ops, innermost first."""
-    cur = op.parent_op
-    while cur is not None:
-        yield cur
-        cur = cur.parent_op
-
-
 def kernel_of(op: Operation) -> KernelOp | None:
     if isinstance(op, KernelOp):
         return op
-    return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
+    return next((a for a in op.ancestors() if isinstance(a, KernelOp)), None)
 
 
 def enclosing_loops(op: Operation) -> list[LoopOp]:
     """Loops around `op`, outermost first, up to its kernel."""
     out = []
-    for a in ancestors(op):
+    for a in op.ancestors():
         if isinstance(a, KernelOp):
             break
         if isinstance(a, LoopOp):

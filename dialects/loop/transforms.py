@@ -409,9 +409,9 @@ def is_returned(buffer: Value) -> bool:
 
 
 def _ancestors_or_self(op):
-    while op is not None:
+    if op is not None:
         yield op
-        op = op.parent_op
+        yield from op.ancestors()
 
 
 # ---- producer inlining -----------------------------------------------------------------------------------------

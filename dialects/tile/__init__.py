@@ -303,7 +303,7 @@ class ForOp(LoopOp):
         self._verify_loop()
         if not self.extents:
             raise self.error("needs at least one dimension")
-        if any(isinstance(a, ReduceOp) for a in ancestors(self)):
+        if any(isinstance(a, ReduceOp) for a in self.ancestors()):
             raise self.error("cannot be inside a tile.reduce (a reduction's body only computes its elements)")
 
     def print_custom(self, p):
@@ -565,7 +565,7 @@ class StageOp(_Indexed):
         if not _is_function_buffer(self.source):
             raise self.error("stages a buffer of the function (an input, param or tile.buffer)")
         self.verify_subscript(t.shape, "box dimension")
-        for a in ancestors(self):
+        for a in self.ancestors():
             if isinstance(a, ReduceOp):
                 raise self.error("cannot be inside a tile.reduce")
             if isinstance(a, LoopOp) and any(x in THREAD_AXES for x in a.bind):
@@ -604,24 +604,16 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
-def ancestors(op: Operation):
-    """Enclosing ops, innermost first."""
-    cur = op.parent_op
-    while cur is not None:
-        yield cur
-        cur = cur.parent_op
-
-
 def kernel_of(op: Operation) -> KernelOp | None:
     if isinstance(op, KernelOp):
         return op
-    return next((a for a in ancestors(op) if isinstance(a, KernelOp)), None)
+    return next((a for a in op.ancestors() if isinstance(a, KernelOp)), None)
 
 
 def enclosing_loops(op: Operation) -> list[LoopOp]:
     """Loops around `op`, outermost first, up to its kernel."""
     out = []
-    for a in ancestors(op):
+    for a in op.ancestors():
         if isinstance(a, KernelOp):
             break
         if isinstance(a, LoopOp):

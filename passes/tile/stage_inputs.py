@@ -71,7 +71,7 @@ def _is_uniform_band(lp: Operation) -> bool:
         and bool(lp.bind)
         and all(a in T.BLOCK_AXES for a in lp.bind)
         and not any(
-            isinstance(a, T.ReduceOp) or set(getattr(a, "bind", ())) & set(T.THREAD_AXES) for a in T.ancestors(lp)
+            isinstance(a, T.ReduceOp) or set(getattr(a, "bind", ())) & set(T.THREAD_AXES) for a in lp.ancestors()
         )
     )
 
