@@ -17,6 +17,7 @@ from irforge.attributes import UNIT, SymbolRef
 from irforge.index_expr import AffineMap, IndexExpr
 from irforge.ir import Block, Operation, Region, Value
 from irforge.scalar_ops import MONOIDS, SCALAR_OPS
+from irforge.target import target
 from irforge.types import FunctionType, ScalarType, TensorType, boolean, index
 
 from .fragments import MMA_SHAPES
@@ -183,8 +184,9 @@ class KernelFuncOp(Operation):
             dims = self.attributes[what]
             if len(dims) != 3 or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims):
                 raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
-        if self.threads > 1024:
-            raise self.error(f"has {self.threads} threads per block; the limit is 1024")
+        limit = target().max_threads
+        if self.threads > limit:
+            raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
         if self.attributes.get("index_bits", 32) not in (32, 64):
             raise self.error("'index_bits' must be 32 or 64")
         if self.parent_op is not None and self.parent_op.name != "builtin.module":

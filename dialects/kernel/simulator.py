@@ -27,13 +27,14 @@ from irforge import index_expr as ix
 from irforge.diagnostics import error
 from irforge.ir import Operation
 from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, quantize
+from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
 from . import ops as K
 from .fragments import FRAGMENT_LAYOUTS
 from .types import FragType, MbarrierType, SmemType, TensorMapType, element_bytes, element_type
 
-WARP = 32
+WARP = target().warp_size
 _NO_THREAD = -1
 _MANY = -2  # several threads read an address since the last barrier
 

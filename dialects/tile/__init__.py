@@ -43,6 +43,7 @@ from irforge.ir import Block, Operation, OpResult, Region, Value
 from irforge.location import UNKNOWN
 from irforge.parser import OpAST, bind_index_values
 from irforge.scalar_ops import MONOIDS
+from irforge.target import target
 from irforge.types import ScalarType, TensorType, index
 
 from ..loop import indexing
@@ -117,8 +118,9 @@ class KernelOp(Operation):
             dims = self.attributes[what]
             if len(dims) != 3 or any(not _is_int(d) or d <= 0 for d in dims):
                 raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
-        if self.threads > 1024:
-            raise self.error(f"has {self.threads} threads per block; the limit is 1024")
+        limit = target().max_threads
+        if self.threads > limit:
+            raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
         written = set()
         for op in self.walk():
             if isinstance(op, StoreOp):
@@ -659,10 +661,6 @@ def linear_terms(e) -> list[tuple]:
     return [(e, 1)]
 
 
-# Largest grid along each block axis (CUDA's limits).
-MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
-
-
 def fit_grid(kernel: KernelOp) -> None:
     """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
     CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block."""
@@ -674,7 +672,7 @@ def fit_grid(kernel: KernelOp) -> None:
                     others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
                     need[a] = max(need[a], -(-lp.work_items // others))
     for a, n in need.items():
-        kernel.set_axis_size(a, min(n, MAX_GRID[a]))
+        kernel.set_axis_size(a, min(n, target().max_grid[BLOCK_AXES.index(a)]))
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ from irforge.ir import Block, Operation, Region, Value
 from irforge.location import FusedLoc, Location, NameLoc
 from irforge.pass_manager import Pass
 from irforge.scalar_ops import SCALAR_OPS
+from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
-STATIC_SMEM_LIMIT = 48 * 1024
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
 _SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
 _RESERVED = set(
@@ -306,9 +306,10 @@ class _Emitter:
             else:
                 self.line(f"__shared__ __align__(128) {ct} {n}[{count}];  // {what}")
                 static += nbytes
-        if static > STATIC_SMEM_LIMIT:
+        limit = target().smem_static
+        if static > limit:
             raise self.k.error(
-                f"declares {static} bytes of static shared memory, over the {STATIC_SMEM_LIMIT}-byte limit;"
+                f"declares {static} bytes of static shared memory, over the {limit}-byte limit;"
                 " mark the largest buffers `dynamic`"
             )
         self.dynamic_smem = offset
