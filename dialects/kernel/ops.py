@@ -468,21 +468,62 @@ def p_attr(v) -> str:
 
 
 def elementwise_result_type(op_name: str, types) -> object:
-    """The result type of scalar op `op_name` applied elementwise: scalars broadcast against one tile or fragment
-    shape; the element type follows the scalar op table. Raises ValueError with a reason."""
+    """The result type of scalar op `op_name` applied elementwise: scalars broadcast against tiles and fragments,
+    register tiles of one rank broadcast against each other along dimensions of size 1 (an `f32[8,1]` column times
+    an `f32[1,8]` row is the `f32[8,8]` outer product), fragments take only their own layout; the element type
+    follows the scalar op table. Raises ValueError with a reason."""
     containers = [t for t in types if not isinstance(t, ScalarType)]
     for t in containers:
         if not isinstance(t, (TensorType, FragType)):
             raise ValueError(f"operands must be scalars, register tiles or fragments, got {t}")
-        if _shape_key(t) != _shape_key(containers[0]):
-            raise ValueError(f"operand shapes differ: {containers[0]} and {t}")
     elt = SCALAR_OPS[op_name].result_type([element_type(t) for t in types])
-    return with_element_type(containers[0], elt) if containers else elt
+    if not containers:
+        return elt
+    frags = [t for t in containers if isinstance(t, FragType)]
+    if frags:
+        if any(t != with_element_type(frags[0], t.dtype) for t in containers):
+            raise ValueError(
+                f"operand shapes differ: {containers[0]} and {next(t for t in containers if t != containers[0])}"
+            )
+        return with_element_type(frags[0], elt)
+    return TensorType(elt, broadcast_shape([t.shape for t in containers]))
 
 
-def _shape_key(t):
-    """What must agree between tile operands of an elementwise op: the tile's shape, or the fragment's layout."""
-    return ("tile", t.shape) if isinstance(t, TensorType) else ("frag", t.role, t.shape)
+def broadcast_shape(shapes) -> tuple[int, ...]:
+    """The shape register tiles of one rank broadcast to (each dimension equal, or 1). Raises ValueError."""
+    out = list(shapes[0])
+    for s in shapes[1:]:
+        if len(s) != len(out):
+            raise ValueError(f"operand shapes differ: {list(shapes[0])} and {list(s)} (tiles of one rank broadcast)")
+        for d, n in enumerate(s):
+            if n != out[d] and 1 not in (n, out[d]):
+                raise ValueError(f"operand shapes differ: {list(shapes[0])} and {list(s)} do not broadcast")
+            out[d] = max(out[d], n)
+    return tuple(out)
+
+
+def tile_offsets(shape, strides) -> list[int]:
+    """Element offsets (row-major over the tile) of a strided tile access: element i sits at sum(i_d * strides_d)."""
+    out = [0]
+    for n, s in zip(shape, strides):
+        out = [o + k * s for o in out for k in range(n)]
+    return out
+
+
+def access_runs(t: TensorType, strides) -> tuple[int, list[int]]:
+    """(run, offsets): a strided tile access as runs of `run` contiguous elements (the innermost dimension when its
+    stride is 1), each starting at an element offset."""
+    offsets = tile_offsets(t.shape, strides)
+    run = t.shape[-1] if t.shape and strides[-1] == 1 else 1
+    return run, offsets[::run]
+
+
+def default_strides(shape) -> tuple[int, ...]:
+    out, n = [], 1
+    for d in reversed(shape):
+        out.append(n)
+        n *= d
+    return tuple(reversed(out))
 
 
 class ScalarMathOp(KernelOp):
@@ -808,22 +849,33 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
         raise op.error(f"needs {rank} index expression(s) for {t}, got {len(op.exprs(group))}")
     if element_type(value_type) != t.dtype or not isinstance(value_type, (ScalarType, TensorType)):
         raise op.error(f"moves {value_type}, which does not match the element type of {t}")
+    strides = op.attributes.get("strides")
+    if strides is not None and (
+        not isinstance(value_type, TensorType)
+        or len(strides) != value_type.rank
+        or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in strides)
+    ):
+        raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
-        if isinstance(t, SmemType) and value_type.numel > t.shape[-1]:
-            raise op.error(f"moves {value_type.numel} contiguous elements, more than a row of {t}")
-        nbytes = value_type.numel * element_bytes(t.dtype)
+        run, _ = access_runs(value_type, strides or default_strides(value_type.shape))
+        if isinstance(t, SmemType) and run > t.shape[-1]:
+            raise op.error(f"moves {run} contiguous elements, more than a row of {t}")
+        nbytes = run * element_bytes(t.dtype)
         if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
             raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
 
 
 class LoadOp(IndexedOp):
     """Read a scalar, or a register tile of contiguous elements (a vector access of up to 16 bytes at a time, so
-    the address must be aligned to the access), from global or shared memory."""
+    the address must be aligned to the access), from global or shared memory. With `strides`, tile element
+    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements: runs along a last dimension of stride 1
+    move as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four)."""
 
     name = "kernel.load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
+    optional_attributes = {"strides": tuple}
     num_regions = 0
     num_fixed = 1
 
@@ -838,12 +890,13 @@ class LoadOp(IndexedOp):
 
 
 class StoreOp(IndexedOp):
-    """Write a scalar or a register tile of contiguous elements to global or shared memory."""
+    """Write a scalar or a register tile to global or shared memory (contiguous, or `strides` as `kernel.load`)."""
 
     name = "kernel.store"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
+    optional_attributes = {"strides": tuple}
     num_regions = 0
     num_fixed = 2
 

@@ -505,40 +505,62 @@ def _noop(sim, op, values, mask, w, env):
 
 
 # ---- memory accesses -------------------------------------------------------------------------------------------
-def _contiguous(t) -> int:
-    return int(np.prod(t.shape)) if isinstance(t, TensorType) else 1
+def _layout(op, t) -> tuple[int, np.ndarray]:
+    """(run, element offsets) of an access of `t`: runs of contiguous elements, and every element's offset from the
+    address (a strided tile's `strides`, else contiguous)."""
+    if not isinstance(t, TensorType):
+        return 1, np.zeros(1, dtype=np.int64)
+    strides = op.attributes.get("strides") or K.default_strides(t.shape)
+    run, _ = K.access_runs(t, strides)
+    return run, np.asarray(K.tile_offsets(t.shape, strides), dtype=np.int64)
 
 
-def _addresses(sim, op, group, mem, values, mask, w, n: int) -> np.ndarray:
-    """Flat element addresses (lanes x n) of an access of n contiguous elements at `mem[group]`."""
+def _addresses(sim, op, group, mem, values, mask, w, t) -> np.ndarray:
+    """Flat element addresses (lanes x elements) of an access of `t` (a scalar, or a contiguous or strided tile) at
+    `mem[group]`."""
     idx = sim._index(op, group, values, mask, w)
+    run, offsets = _layout(op, t)
     if isinstance(mem, GlobalBuffer):
         base = idx[0]
-        addrs = base[:, None] + np.arange(n)
-        bad = mask & ((base < 0) | (base + n > mem.numel))
+        addrs = base[:, None] + offsets
+        bad = mask & ((addrs.min(axis=1) < 0) | (addrs.max(axis=1) >= mem.numel))
         if bad.any():
             lane = int(np.argmax(bad))
             raise sim._error(
                 op,
-                f"accesses {mem.name} at element {int(base[lane])} (+{n}), outside its {mem.numel} elements",
+                f"accesses {mem.name} at element {int(base[lane])} (+{int(offsets.max()) + 1}), outside its"
+                f" {mem.numel} elements",
                 w,
                 lane,
             )
+        _check_aligned(sim, op, addrs, mem.dtype, run, mask, w)
         return addrs
-    t = mem.type
-    for d, (i, size) in enumerate(zip(idx, t.shape)):
-        hi = size - n + 1 if d == len(t.shape) - 1 else size
-        bad = mask & ((i < 0) | (i >= hi))
+    t_mem = mem.type
+    for i, size in zip(idx, t_mem.shape):
+        bad = mask & ((i < 0) | (i >= size))
         if bad.any():
             lane = int(np.argmax(bad))
             pos = [int(x[lane]) for x in idx]
-            raise sim._error(op, f"accesses shared memory at {pos} (+{n}), outside {t}", w, lane)
-    lin = sum(i * s for i, s in zip(idx, t.strides))
-    addrs = _swizzle(lin[:, None] + np.arange(n), t.swizzle)
-    if t.swizzle and n > 1:
-        split = mask & (addrs != addrs[:, :1] + np.arange(n)).any(axis=1)
+            raise sim._error(op, f"accesses shared memory at {pos}, outside {t_mem}", w, lane)
+    lin = sum(i * s for i, s in zip(idx, t_mem.strides))[:, None] + offsets
+    row = t_mem.shape[-1]
+    starts = lin[:, ::run]
+    bad = mask & ((lin.min(axis=1) < 0) | (lin.max(axis=1) >= t_mem.numel) | ((starts % row + run > row).any(axis=1)))
+    if bad.any():
+        lane = int(np.argmax(bad))
+        pos = [int(x[lane]) for x in idx]
+        raise sim._error(
+            op, f"accesses shared memory at {pos} (+{int(offsets.max()) + 1}), outside {t_mem} or across a row", w, lane
+        )
+    addrs = _swizzle(lin, t_mem.swizzle)
+    if t_mem.swizzle and run > 1:
+        runs = addrs.reshape(len(mask), -1, run)
+        split = mask & (runs != runs[:, :, :1] + np.arange(run)).any(axis=(1, 2))
         if split.any():
-            raise sim._error(op, f"a vector of {n} elements crosses a swizzle unit of {t}", w, int(np.argmax(split)))
+            raise sim._error(
+                op, f"a vector of {run} elements crosses a swizzle unit of {t_mem}", w, int(np.argmax(split))
+            )
+    _check_aligned(sim, op, addrs, t_mem.dtype, run, mask, w)
     return addrs
 
 
@@ -549,17 +571,19 @@ def _swizzle(off: np.ndarray, sw) -> np.ndarray:
     return off ^ (((off >> (m + s)) & ((1 << b) - 1)) << m)
 
 
-def _check_aligned(sim, op, addrs, dtype, n, mask, w) -> None:
-    nbytes = n * element_bytes(dtype)
+def _check_aligned(sim, op, addrs, dtype, run, mask, w) -> None:
+    """Every run of `run` contiguous elements starts aligned to its vector access (16 bytes, or the run if smaller)."""
+    nbytes = run * element_bytes(dtype)
     access = min(nbytes, 16)
     if access <= element_bytes(dtype):
         return
-    bad = mask & ((addrs[:, 0] * element_bytes(dtype)) % access != 0)
+    starts = addrs[:, ::run]
+    misaligned = (starts * element_bytes(dtype)) % access != 0
+    bad = mask & misaligned.any(axis=1)
     if bad.any():
         lane = int(np.argmax(bad))
-        raise sim._error(
-            op, f"a {access}-byte vector access at element {int(addrs[lane, 0])} is not {access}-byte aligned", w, lane
-        )
+        at = int(starts[lane][np.argmax(misaligned[lane])])
+        raise sim._error(op, f"a {access}-byte vector access at element {at} is not {access}-byte aligned", w, lane)
 
 
 def _threads(w: Warp, mask, n: int) -> np.ndarray:
@@ -758,24 +782,20 @@ def _mem_dtype(mem) -> ScalarType:
 
 def _load(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    n = _contiguous(op.result.type)
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
-    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.result.type)
     v = _read(sim, op, mem, addrs, mask, w)
     values[op.result] = v.reshape((len(mask), *_per_thread(op.result.type)))
 
 
 def _store(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    n = _contiguous(op.value.type)
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
-    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
-    _write(sim, op, mem, addrs, values[op.value].reshape(len(mask), n), mask, w)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)
+    _write(sim, op, mem, addrs, values[op.value].reshape(len(mask), -1), mask, w)
 
 
 def _atomic(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, 1)[:, 0]
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)[:, 0]
     x = values[op.value]
     dtype = _mem_dtype(mem)
     for lane in np.flatnonzero(mask):
@@ -844,10 +864,8 @@ def _cp_async(sim, op, values, mask, w, env):
     src, dst = values[op.src], values[op.dst]
     chunk = op.attributes["chunk"]
     n = chunk.numel
-    sa = _addresses(sim, op, "src_index", src, values, mask, w, n)
-    da = _addresses(sim, op, "dst_index", dst, values, mask, w, n)
-    _check_aligned(sim, op, sa, src.dtype, n, mask, w)
-    _check_aligned(sim, op, da, dst.type.dtype, n, mask, w)
+    sa = _addresses(sim, op, "src_index", src, values, mask, w, chunk)
+    da = _addresses(sim, op, "dst_index", dst, values, mask, w, chunk)
     data = _read(sim, op, src, sa, mask, w)
     a = da[mask].reshape(-1)
     tids = _threads(w, mask, n)

@@ -179,6 +179,19 @@ def _is_array(t) -> bool:
     return isinstance(t, (TensorType, FragType))
 
 
+def _broadcast_index(i: str, shape, operand_shape) -> str:
+    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to."""
+    terms, inner, own = [], 1, 1
+    for n, m in reversed(list(zip(shape, operand_shape))):
+        if m != 1:
+            pos = f"{i} / {inner}" if inner != 1 else i
+            pos = f"({pos}) % {n}" if inner * n != int(np.prod(shape)) else pos
+            terms.append(f"({pos}) * {own}" if own != 1 else f"({pos})")
+        inner *= n
+        own *= m
+    return " + ".join(reversed(terms)) or "0"
+
+
 class _Emitter:
     def __init__(self, kernel: K.KernelFuncOp):
         self.k = kernel
@@ -215,9 +228,14 @@ class _Emitter:
     def ctype(self, t) -> str:
         return c_type(element_type(t), self.index_t)
 
-    def elem(self, v: Value, i: str) -> str:
-        """Element `i` of a tile or fragment value, or the value itself for a scalar (it broadcasts)."""
-        return f"{self.name(v)}[{i}]" if _is_array(v.type) else self.name(v)
+    def elem(self, v: Value, i: str, within=None) -> str:
+        """Element `i` of a tile or fragment value, or the value itself for a scalar (it broadcasts). `within`: the
+        tile type `i` runs over, when `v` broadcasts against it along dimensions of size 1."""
+        if not _is_array(v.type):
+            return self.name(v)
+        if isinstance(within, TensorType) and isinstance(v.type, TensorType) and v.type.shape != within.shape:
+            i = _broadcast_index(i, within.shape, v.type.shape)
+        return f"{self.name(v)}[{i}]"
 
     def declare(self, v: Value, expr_of) -> None:
         """Declare `v`: `const T v = expr;` for a scalar, or an array filled elementwise by an unrolled loop."""
@@ -379,7 +397,7 @@ class _Emitter:
         rt = element_type(op.result.type)
 
         def expr(i):
-            args = [self.elem(v, i) for v in op.operands]
+            args = [self.elem(v, i, op.result.type) for v in op.operands]
             if name == "select":
                 return f"({args[0]} ? {args[1]} : {args[2]})"
             if not o.infix:
@@ -516,17 +534,20 @@ class _Emitter:
     def op_smem(self, op):
         pass  # declared at the top of the kernel
 
-    def address(self, op, group: str, mem: Value) -> str:
-        """`&mem[...]`-style pointer expression for an access at `mem[group]`."""
-        idx = self.index(op, group)
+    def address(self, op, group: str, mem: Value, offset: int = 0) -> str:
+        """`&mem[...]`-style pointer expression for an access at `mem[group]`, `offset` elements further (before a
+        swizzle)."""
         t = mem.type
         if isinstance(t, PtrType):
-            return f"{self.name(mem)} + {idx[0]}" if idx[0] != "0" else self.name(mem)
-        off = self.smem_offset(op.exprs(group), op.index_operands, t)
+            (idx,) = op.exprs(group)
+            names = [self.name(v) for v in op.index_operands]
+            text = c_index(idx + offset if offset else idx, lambda i: names[i])
+            return f"{self.name(mem)} + {text}" if text != "0" else self.name(mem)
+        off = self.smem_offset(op.exprs(group), op.index_operands, t, offset=offset)
         return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
 
-    def smem_offset(self, exprs, operands, t: SmemType, extra=None) -> str:
-        lin = ix.Const(0)
+    def smem_offset(self, exprs, operands, t: SmemType, extra=None, offset: int = 0) -> str:
+        lin = ix.Const(offset)
         for e, s in zip(exprs, t.strides):
             lin = lin + e * s
         names = [self.name(v) for v in operands]
@@ -536,21 +557,36 @@ class _Emitter:
             return f"irf_swizzle<{b}, {m}, {s}>({text})"
         return text
 
+    def runs(self, op, t: TensorType):
+        """(run, [(tile position, address)]) of a tile access: one vector access per run of contiguous elements."""
+        strides = op.attributes.get("strides") or K.default_strides(t.shape)
+        run, offsets = K.access_runs(t, strides)
+        return run, [(k * run, self.address(op, "index", op.mem, offset)) for k, offset in enumerate(offsets)]
+
     def op_load(self, op):
-        ptr = self.address(op, "index", op.mem)
         r, t = op.result, op.result.type
-        if _is_array(t):
-            self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
-            self.line(f"irf_load({self.name(r)}, {ptr});")
-        else:
-            self.line(f"const {self.ctype(t)} {self.name(r)} = *({ptr});")
+        if not _is_array(t):
+            self.line(f"const {self.ctype(t)} {self.name(r)} = *({self.address(op, 'index', op.mem)});")
+            return
+        self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
+        run, parts = self.runs(op, t)
+        if len(parts) == 1:
+            self.line(f"irf_load({self.name(r)}, {parts[0][1]});")
+            return
+        for at, ptr in parts:
+            self.line(f"irf_load_n<{run}>({self.name(r)} + {at}, {ptr});")
 
     def op_store(self, op):
-        ptr = self.address(op, "index", op.mem)
-        if _is_array(op.value.type):
-            self.line(f"irf_store({ptr}, {self.name(op.value)});")
-        else:
-            self.line(f"*({ptr}) = {self.name(op.value)};")
+        v, t = op.value, op.value.type
+        if not _is_array(t):
+            self.line(f"*({self.address(op, 'index', op.mem)}) = {self.name(v)};")
+            return
+        run, parts = self.runs(op, t)
+        if len(parts) == 1:
+            self.line(f"irf_store({parts[0][1]}, {self.name(v)});")
+            return
+        for at, ptr in parts:
+            self.line(f"irf_store_n<{run}>({ptr}, {self.name(v)} + {at});")
 
     def op_atomic(self, op):
         ptr = self.address(op, "index", op.mem)
