@@ -9,6 +9,7 @@ expressions in Python (`Val(row) * 2048 + Val(col)`), and `bind_values` turns th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -510,12 +511,24 @@ def tile_offsets(shape, strides) -> list[int]:
     return out
 
 
-def access_runs(t: TensorType, strides) -> tuple[int, list[int]]:
-    """(run, offsets): a strided tile access as runs of `run` contiguous elements (the innermost dimension when its
-    stride is 1), each starting at an element offset."""
-    offsets = tile_offsets(t.shape, strides)
-    run = t.shape[-1] if t.shape and strides[-1] == 1 else 1
-    return run, offsets[::run]
+def run_dim(shape, strides) -> int | None:
+    """The dimension a strided tile access moves along as vectors: the last one of stride 1 and size > 1."""
+    return next((d for d in reversed(range(len(shape))) if strides[d] == 1 and shape[d] > 1), None)
+
+
+def access_runs(t: TensorType, strides) -> tuple[int, list[tuple[int, list[int]]]]:
+    """(run, [(offset, tile positions)]): a strided tile access as runs of `run` contiguous elements along
+    `run_dim` (1 when there is none), each starting at an element offset and filling those flat tile positions."""
+    shape = t.shape
+    d = run_dim(shape, strides)
+    if d is None:
+        return 1, [(o, [k]) for k, o in enumerate(tile_offsets(shape, strides))]
+    inner = math.prod(shape[d + 1 :])
+    runs = []
+    for k, o in enumerate(tile_offsets(shape, strides)):
+        if (k // inner) % shape[d] == 0:
+            runs.append((o, [k + j * inner for j in range(shape[d])]))
+    return shape[d], runs
 
 
 def default_strides(shape) -> tuple[int, ...]:
@@ -584,7 +597,8 @@ class CastOp(KernelOp):
 
 
 class SplatOp(KernelOp):
-    """A register tile (or fragment) with every element equal to a scalar."""
+    """A register tile (or fragment) with every element equal to a scalar, or a tile broadcast to a larger one
+    along its dimensions of size 1."""
 
     name = "kernel.splat"
     operand_names = ("input",)
@@ -593,12 +607,40 @@ class SplatOp(KernelOp):
     traits = frozenset({"pure"})
 
     def verify_op(self):
-        r = self.result.type
-        if not isinstance(r, (TensorType, FragType)) or element_type(r) != self.input.type:
-            raise self.error(f"splats a {self.input.type} into a tile of the same element type, not {r}")
+        r, s = self.result.type, self.input.type
+        if not isinstance(r, (TensorType, FragType)) or element_type(r) != element_type(s):
+            raise self.error(f"splats a {s} into a tile of the same element type, not {r}")
+        if isinstance(s, TensorType):
+            try:
+                ok = isinstance(r, TensorType) and broadcast_shape([s.shape, r.shape]) == r.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise self.error(f"cannot broadcast {s} to {r}")
+        elif not isinstance(s, ScalarType):
+            raise self.error(f"splats a scalar or a register tile, not {s}")
 
     def print_custom(self, p):
         p.write("kernel.splat ", p.value(self.input), " : ", p.type(self.result.type))
+
+
+class ReshapeOp(KernelOp):
+    """The same register tile (its elements in the same order) with another shape: free."""
+
+    name = "kernel.reshape"
+    operand_names = ("input",)
+    result_names = ("result",)
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    def verify_op(self):
+        s, r = self.input.type, self.result.type
+        if not isinstance(s, TensorType) or not isinstance(r, TensorType) or s.dtype != r.dtype or s.numel != r.numel:
+            raise self.error(f"reshapes a register tile to one of the same element type and size, not {s} to {r}")
+
+    def print_custom(self, p):
+        s, r = self.input.type, self.result.type
+        p.write("kernel.reshape ", p.value(self.input), " : ", p.type(s), " to ", p.type(r))
 
 
 def _check_position(op, t, pos) -> None:
@@ -659,10 +701,12 @@ class InsertOp(KernelOp):
 
 
 class ReduceOp(KernelOp):
-    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid."""
+    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid; `into
+    %acc` folds them into an accumulator, one element after another in order (a sum of products then compiles to
+    a chain of fused multiply-adds)."""
 
     name = "kernel.reduce"
-    operand_names = ("input",)
+    operand_names = ("input", "*init")
     result_names = ("result",)
     attribute_types = {"kind": str, "axes": tuple}
     num_regions = 0
@@ -677,6 +721,8 @@ class ReduceOp(KernelOp):
 
     def verify_op(self):
         t, kind, axes = self.input.type, self.attributes["kind"], self.attributes["axes"]
+        if len(self.init) > 1 or (self.init and self.init[0].type != self.result.type):
+            raise self.error(f"folds into one accumulator of the result type {self.result.type}")
         simple = [n for n, m in MONOIDS.items() if m.width == 1]
         if kind not in simple:
             raise self.error(
@@ -695,6 +741,8 @@ class ReduceOp(KernelOp):
         p.write("kernel.reduce ", self.attributes["kind"], " ", p.value(self.input))
         if tuple(axes) != tuple(range(t.rank)):
             p.write(" axes [", ", ".join(map(str, axes)), "]")
+        if self.init:
+            p.write(" into ", p.value(self.init[0]))
         p.write(" : ", p.type(t))
 
 
@@ -1308,6 +1356,7 @@ OPS = (
     *SCALAR_MATH_OPS,
     CastOp,
     SplatOp,
+    ReshapeOp,
     ExtractOp,
     InsertOp,
     ReduceOp,

@@ -418,7 +418,11 @@ class _Emitter:
         return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
 
     def op_splat(self, op):
-        self.declare(op.result, lambda i: self.name(op.input))
+        self.declare(op.result, lambda i: self.elem(op.input, i, op.result.type))
+
+    def op_reshape(self, op):
+        t = op.result.type
+        self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{t.numel}] = {self.name(op.input)};")
 
     def op_extract(self, op):
         t = op.tile.type
@@ -450,6 +454,18 @@ class _Emitter:
             groups.setdefault(key, []).append(flat)
         res = self.name(op.result)
         to = (lambda x: f"{HALF_TYPES[C_TYPES[et.name]][1]}({x})") if half else (lambda x: x)
+        if op.init:  # folded into the accumulator one element after another (a chain of fused multiply-adds)
+            acc = op.init[0]
+            outs = list(groups.values())
+            if out_shape:
+                self.line(f"{self.ctype(et)} {res}[{len(outs)}];")
+            for o_flat, members in enumerate(outs):
+                e = self.elem(acc, str(o_flat))
+                for m in members:  # halves round after every step, as the simulator does
+                    e = to(comb.format(a=f"irf_f32({e})" if half else e, b=get(m)))
+                out = f"{res}[{o_flat}]" if out_shape else f"const {self.ctype(et)} {res}"
+                self.line(f"{out} = {e};")
+            return
         if not out_shape:  # a whole tile to one value: an unrolled loop over its elements
             self.line(f"{acc_t} {res}_acc = {get(0)};")
             self.unrolled(t.numel, f"{res}_acc = {comb.format(a=f'{res}_acc', b=get('irf_e'))};", start=1)
@@ -558,35 +574,46 @@ class _Emitter:
         return text
 
     def runs(self, op, t: TensorType):
-        """(run, [(tile position, address)]) of a tile access: one vector access per run of contiguous elements."""
+        """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
-        run, offsets = K.access_runs(t, strides)
-        return run, [(k * run, self.address(op, "index", op.mem, offset)) for k, offset in enumerate(offsets)]
+        run, runs = K.access_runs(t, strides)
+        return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
 
     def op_load(self, op):
         r, t = op.result, op.result.type
         if not _is_array(t):
             self.line(f"const {self.ctype(t)} {self.name(r)} = *({self.address(op, 'index', op.mem)});")
             return
-        self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
+        n = self.name(r)
+        self.line(f"{self.ctype(t)} {n}[{_numel(t)}];")
         run, parts = self.runs(op, t)
-        if len(parts) == 1:
-            self.line(f"irf_load({self.name(r)}, {parts[0][1]});")
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_load({n}, {parts[0][0]});")
             return
-        for at, ptr in parts:
-            self.line(f"irf_load_n<{run}>({self.name(r)} + {at}, {ptr});")
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_load_n<{run}>({n} + {pos[0]}, {ptr});")
+            else:  # a run along an outer dimension: its elements are strided in the tile
+                self.line(f"{{ {self.ctype(t)} irf_run[{run}]; irf_load_n<{run}>(irf_run, {ptr});")
+                self.line("  " + " ".join(f"{n}[{p}] = irf_run[{j}];" for j, p in enumerate(pos)) + " }")
 
     def op_store(self, op):
         v, t = op.value, op.value.type
         if not _is_array(t):
             self.line(f"*({self.address(op, 'index', op.mem)}) = {self.name(v)};")
             return
+        n = self.name(v)
         run, parts = self.runs(op, t)
-        if len(parts) == 1:
-            self.line(f"irf_store({parts[0][1]}, {self.name(v)});")
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_store({parts[0][0]}, {n});")
             return
-        for at, ptr in parts:
-            self.line(f"irf_store_n<{run}>({ptr}, {self.name(v)} + {at});")
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_store_n<{run}>({ptr}, {n} + {pos[0]});")
+            else:
+                elems = ", ".join(f"{n}[{p}]" for p in pos)
+                self.line(f"{{ const {self.ctype(t)} irf_run[{run}] = {{{elems}}};")
+                self.line(f"  irf_store_n<{run}>({ptr}, irf_run); }}")
 
     def op_atomic(self, op):
         ptr = self.address(op, "index", op.mem)
