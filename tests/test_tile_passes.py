@@ -210,7 +210,7 @@ def test_refusals_are_located_and_come_from_the_check():
     m = parse_module(RMS_LOOP, "rms.ir")
     run_pipeline(m, "map-to-tile,tile-cooperative-reduce{threads=32}")
     why = TileBlockify(threads=64).check(_kernel(m))
-    assert why == "threads=64 would give the block 2048 threads (at most 1024)"
+    assert why == "threads=64 would give the block 2048 threads (the limit is 1024)"
     with pytest.raises(IRForgeError) as e:
         run_pipeline(m, "tile-blockify{threads=64}")
     assert "rms.ir:4:3: error:" in e.value.render() and why in e.value.render()

@@ -576,7 +576,7 @@ class _Emitter:
     def runs(self, op, t: TensorType):
         """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
-        run, runs = K.access_runs(t, strides)
+        run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
         return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
 
     def op_load(self, op):
