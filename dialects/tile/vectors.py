@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from irforge import index_expr as ix
 from irforge.ir import BlockArgument, OpResult, Value
 
-from ..loop.indexing import ValueDim
+from ..loop.indexing import ValueDim, multiple_of
 from . import CombineOp, IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
 
 
@@ -117,7 +117,8 @@ def why_not(loop: LoopOp, widths=None) -> str | None:
 
 def why_slow(loop: LoopOp, d: int, width: int) -> str | None:
     """Why `width` lanes along dimension `d` would not move as contiguous, aligned vectors in every access of the
-    loop (None when they would)."""
+    loop (None when they would). An access that strides along them but is contiguous along an enclosing loop's
+    lanes (a row of B while the reduction's lanes run down its columns) moves as vectors along those."""
     why = why_not(loop, tuple(width if k == d else 1 for k in range(len(loop.extents))))
     if why:
         return why
@@ -135,12 +136,14 @@ def why_slow(loop: LoopOp, d: int, width: int) -> str | None:
             offset = exprs[-1]
         else:
             offset = flat_offset(op)
+        outer = loop_lanes(loop)
+        known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in outer} | {iv: width}
         c = coefficient(offset, iv)
-        if c != 1:
+        run = width if c == 1 else next((known[ld.iv] for ld in outer if coefficient(offset, ld.iv) == 1), None)
+        if run is None:
             return f"'{op.name}' strides by {c} elements per iteration (lanes must be consecutive)"
-        rest = [(a, k) for a, k in linear_terms(offset) if not (isinstance(a, ValueDim) and a.value is iv)]
-        if any(k % width for _, k in rest):
-            return f"'{op.name}' starts at offsets that are not multiples of {width} (unaligned vectors)"
+        if not multiple_of(offset, run, known):
+            return f"'{op.name}' starts at offsets that are not multiples of {run} (unaligned vectors)"
     return None
 
 

@@ -23,7 +23,7 @@ from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import SmemType, element_bytes
-from irforge.dialects.loop.indexing import ValueDim
+from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
 
 from irforge import index_expr as ix
@@ -52,24 +52,16 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
-        if copy_width(op) * element_bytes(op.result.type.dtype) < 4:
+        if op.copy_width() * element_bytes(op.result.type.dtype) < 4:
             return "copies asynchronously, but its rows do not split into aligned 4-, 8- or 16-byte pieces"
     if op.copy == "tma":
         return "copies with the tensor memory accelerator, which lower-to-kernel does not materialize yet"
     if op.ring > 1 or op.prefetch:
-        loop = op.parent_op
-        if not isinstance(loop, T.LoopOp) or loop.bind or loop.vector > 1:
-            return (
-                "is multi-buffered or prefetched, so it must sit directly in a loop that is neither distributed nor "
-                "vectorized"
-            )
+        why = op.why_not_ring()
+        if why:
+            return why
     if op.prefetch:
-        if op.copy != "async":
-            return "is prefetched, which needs an asynchronous copy (async)"
-        loop = op.parent_op
-        inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
-        if any(v in inside for v in op.indices):
-            return "is prefetched, but its box depends on values its loop computes (it can only use the loop index)"
+        return op.why_not_prefetch()
     return None
 
 
@@ -245,18 +237,6 @@ def stage(m, op: T.StageOp) -> None:
     kb.barrier()
 
 
-def copy_width(op: T.StageOp) -> int:
-    """Elements per piece of a stage's copy: 16 bytes when rows of the box and of the buffer and the box's start
-    allow it, else less."""
-    nbytes = element_bytes(op.result.type.dtype)
-    v = max(1, 16 // nbytes)
-    last = op.index_exprs()[-1]
-    box, shape = op.box, op.source.type.shape
-    while v > 1 and (box[-1] % v or shape[-1] % v or not multiple_of(vectors.expand(last), v)):
-        v //= 2
-    return v
-
-
 def copy(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
     """All of the block's threads copy the stage's box into its shared memory (the `slot` copy of a ring); `at`
     overrides values of the subscript (a later trip's loop index)."""
@@ -269,7 +249,7 @@ def copy(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
     offsets = [m.kexpr(e) for e in op.index_exprs()]
     m.env.update(saved)
     shape = src.type.shape
-    vec = copy_width(op)
+    vec = op.copy_width()
     numel = math.prod(box)
     t = dtype if vec == 1 else TensorType(dtype, (vec,))
     with strided(kb, m.linear_thread() * vec, numel, m.tk.threads * vec, hint="e") as (_, e):
@@ -334,22 +314,3 @@ def issue_ahead(m, loop: T.LoopOp) -> None:
             slot = kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None
             copy(m, op, slot, {loop.ivs[0]: ahead})
     kb.cp_async_commit()
-
-
-def multiple_of(e: ix.IndexExpr, k: int, known: dict | None = None) -> bool:
-    """Whether `e` is a multiple of `k` for every value of its leaves (a sufficient, structural test); `known`
-    gives divisors of some leaf values."""
-    if k == 1:
-        return True
-    if isinstance(e, ix.Const):
-        return e.value % k == 0
-    if isinstance(e, ValueDim):
-        return (known or {}).get(e.value, 1) % k == 0
-    if isinstance(e, (ix.Add, ix.Sub)):
-        return multiple_of(e.lhs, k, known) and multiple_of(e.rhs, k, known)
-    if isinstance(e, ix.Mul):
-        for c, x in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
-            if isinstance(c, ix.Const):
-                return multiple_of(x, k // math.gcd(k, c.value), known)
-        return multiple_of(e.lhs, k, known) or multiple_of(e.rhs, k, known)
-    return False
