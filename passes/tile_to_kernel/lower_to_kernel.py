@@ -146,6 +146,7 @@ class Materializer:
         self.hw: dict[str, Value] = {}
         self.staged: dict[Value, memory.Staged] = {}
         self.stage_smem: dict[T.StageOp, Value] = {}
+        self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
         self.n_smem = 0
         self.n_top = 0
 
@@ -302,26 +303,45 @@ def _for(m: Materializer, op: T.ForOp) -> None:
 def _reduce(m: Materializer, op: T.ReduceOp) -> None:
     kb = m.kb
     outer = list(m.lanes)
-    inits = [
+    inits = m.carry_into.pop(op, None) or [
         kb.const(x, m.tile_type(r.type, r, outer)) for _, init, results in op.carriers for x, r in zip(init, results)
     ]
+    chunk = _chunk(op)
     with memory.pipelined(m, op), work_items(m, op, carries=inits) as (lp, w):
         for carry, r in zip(lp.carries, op.results):
             carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
         with lanes_of(m, op, w):
             memory.issue_ahead(m, op)
+            if chunk is not None:
+                m.carry_into[chunk] = list(lp.carries)
             m.block(op.body)
             own = [ld for ld in m.lanes if ld.loop is op]
             new, at = [], 0
             for monoid, _, results in op.carriers:
                 n = len(results)
                 element = [m.get(v) for v in op.yielded[at : at + n]]
-                new += fold(m, monoid, list(lp.carries[at : at + n]), element, own)
+                if chunk is not None:
+                    new += element  # the chunk folded straight into this trip's carrier
+                else:
+                    new += fold(m, monoid, list(lp.carries[at : at + n]), element, own)
                 at += n
         lp.yield_(*new)
     for r, v in zip(op.results, lp.results):
         v.name_hint = value_hint(r)
         m.env[r] = v
+
+
+def _chunk(op: T.ReduceOp) -> T.ReduceOp | None:
+    """The inner reduction when `op` folds, each trip, the whole result of one reduction with its own monoids (a
+    chunked reduction, `tile-chunk-reduce`): folding that chunk from the identity and combining it in is folding
+    it starting from the carrier (associativity), so the chunk takes the carrier as its init, and no extra
+    accumulator or combine is needed."""
+    ops = [x for x in op.body.ops if not isinstance(x, (T.StageOp, T.YieldOp))]
+    if len(ops) != 1 or not isinstance(ops[0], T.ReduceOp) or op.vector > 1:
+        return None
+    inner = ops[0]
+    same = inner.attributes["monoids"] == op.attributes["monoids"] and tuple(op.yielded) == tuple(inner.results)
+    return inner if same else None
 
 
 def fold(m: Materializer, monoid, carry: list[Value], element: list[Value], own: list) -> list[Value]:
