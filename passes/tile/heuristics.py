@@ -129,6 +129,18 @@ class Heuristic:
                 break
         return tm, tn
 
+    def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
+        """Register tiles a warp spans down the rows of a contraction's output tile: the warp's 32 tiles as R x
+        32 / R, with R minimizing the operand elements it reads per step (R * TM of A, 32 / R * TN of B)."""
+        widths = loop.vector_shape
+        if len(widths) < 2:
+            return 1
+        tm, tn = widths[-2], widths[-1]
+        grid = loop.layout.work_grid
+        warp = target().warp_size
+        options = [r for r in (1, 2, 4, 8, 16, 32) if grid[-2] % r == 0 and r <= grid[-2] and warp // r <= grid[-1]]
+        return min(options, key=lambda r: (r * tm + warp // r * tn, r), default=1)
+
     def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
         each row at a time."""
