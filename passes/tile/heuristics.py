@@ -37,6 +37,7 @@ L2_BYTES_PER_CLOCK = 24  # L2 -> multiprocessor bandwidth per multiprocessor and
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 32
 RING = 3
+MIN_SHARE = 16  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
 
@@ -154,9 +155,29 @@ class Heuristic:
             chunk //= 2
         return chunk if chunk < k else 1
 
+    def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Blocks sharing one reduction: enough that the kernel's blocks fill the multiprocessors once, each share
+        at least MIN_SHARE trips (a contraction's, whose chunks are staged: the pipeline needs trips to fill)."""
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            return 1
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        sms = target().sm_count
+        trips = reduce.extents[0]
+        best = 1
+        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
+            if blocks * best >= sms or trips % s or trips // s < MIN_SHARE:
+                break
+            best = s
+        return best
+
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
         return RING
+
+
+def _holds_contraction(reduce: T.ReduceOp) -> bool:
+    """A chunked contraction: the reduction whose trips hold the contraction's chunks."""
+    return any(contraction_of(r) is not None for r in reduce.walk() if isinstance(r, T.ReduceOp) and r is not reduce)
 
 
 _CURRENT = Heuristic()
