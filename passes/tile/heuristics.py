@@ -37,6 +37,7 @@ L2_BYTES_PER_CLOCK = 24  # L2 -> multiprocessor bandwidth per multiprocessor and
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 32
 RING = 3
+RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 16  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
@@ -131,8 +132,13 @@ class Heuristic:
         return tm, tn
 
     def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
-        """Register tiles a warp spans down the rows of a contraction's output tile: the warp's 32 tiles as R x
-        32 / R, with R minimizing the operand elements it reads per step (R * TM of A, 32 / R * TN of B)."""
+        """Register tiles a warp spans down the rows of a contraction's output tile (1: the threads' natural
+        row-major order). Grouping R x 32 / R tiles reads fewer distinct operand elements per step (R * TM of A,
+        32 / R * TN of B), but A's rows are K_CHUNK_BYTES apart in shared memory, so R rows of it TM apart fall in
+        one bank group: measured slower on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep2: 0.44x
+        of cuBLAS with R = 4 against 0.64x without), so it stays 1 until the rows are swizzled apart."""
+        if not RASTER_THREADS:
+            return 1
         widths = loop.vector_shape
         if len(widths) < 2:
             return 1
@@ -156,14 +162,17 @@ class Heuristic:
         return chunk if chunk < k else 1
 
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Blocks sharing one reduction: enough that the kernel's blocks fill the multiprocessors once, each share
-        at least MIN_SHARE trips (a contraction's, whose chunks are staged: the pipeline needs trips to fill)."""
+        """Blocks sharing one reduction, for kernels whose blocks fill less than half the multiprocessors: enough
+        that they fill them once, each share at least MIN_SHARE trips (a contraction's, whose chunks are staged: the
+        pipeline needs trips to fill)."""
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
             return 1
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         sms = target().sm_count
         trips = reduce.extents[0]
         best = 1
+        if 2 * blocks >= sms:
+            return 1
         for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
             if blocks * best >= sms or trips % s or trips // s < MIN_SHARE:
                 break
