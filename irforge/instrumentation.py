@@ -3,7 +3,8 @@
 | flag                                     | instrumentation |
 |------------------------------------------|-----------------|
 | verify after each pass (default on)      | `VerifyEach`    |
-| irforge compile -v                       | `PrintPassNames` |
+| irforge compile -v                       | `PrintPassNames`, `Remarks` |
+| -debug-only=PASS[,PASS]                  | `Remarks`       |
 | --print-ir-before/after[-all,-change,-failure] | `PrintIR` |
 | --print-ir-diff                          | `PrintIRDiff`   |
 | --print-ir-tree-dir=DIR                  | `IRTreeDir`     |
@@ -17,8 +18,11 @@ import difflib
 import os
 import sys
 import time
+from dataclasses import dataclass
 
+from .diagnostics import Diagnostic
 from .hashing import structural_hash
+from .ir import Operation
 from .pass_manager import Instrumentation, Timer
 from .printer import print_module
 from .verifier import verify_or_raise
@@ -55,6 +59,44 @@ class PrintPassNames(Instrumentation):
 
     def after_failed_pass(self, p, module, err):
         self.stream.write("  FAILED\n")
+
+
+@dataclass
+class Remark:
+    """What a pass said about a decision at an op (`Pass.remark`)."""
+
+    pass_name: str
+    op: Operation
+    message: str
+
+    def __str__(self) -> str:
+        return Diagnostic("remark", f"[{self.pass_name}] {self.message}", self.op.loc).render(with_source=False)
+
+
+class Remarks(Instrumentation):
+    """The remarks of the passes named in `only` (every pass when None): kept in `records`, and, with a stream,
+    written there as `file:line:col: remark: [pass] message` lines once the pass is done."""
+
+    def __init__(self, only=None, stream=None):
+        self.only = None if only is None else set(only)
+        self.stream = stream
+        self.records: list[Remark] = []
+        self._pending: list[Remark] = []
+
+    def remark(self, p, op, message):
+        if self.only is None or p.name in self.only:
+            r = Remark(p.name, op, message)
+            self.records.append(r)
+            self._pending.append(r)
+
+    def after_pass(self, p, module):
+        if self.stream is not None and self._pending:
+            self.stream.write("".join(f"{r}\n" for r in self._pending))
+            self.stream.flush()
+        self._pending = []
+
+    def after_failed_pass(self, p, module, err):
+        self.after_pass(p, module)
 
 
 class _Printing(Instrumentation):

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .flags import ArgumentParser
+
 
 @dataclass(frozen=True)
 class Command:
@@ -35,7 +37,13 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
     p.add_argument("--ir", default="tensor", choices=levels(), help="the level to stop at and print (default: tensor)")
     p.add_argument("-o", dest="output", default="-", metavar="FILE", help="write the IR to FILE (default: stdout)")
-    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs; -vv: its diff")
+    p.add_argument(
+        "-v",
+        dest="verbose",
+        action="count",
+        default=0,
+        help="-v: each pass as it runs and its remarks (what it decided, why); -vv: its diff too",
+    )
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
@@ -52,6 +60,8 @@ def _compile_run(args, out, err) -> int:
         hooks.append(instrumentation.PrintPassNames(stream=err))
     elif args.verbose >= 2:
         hooks.append(instrumentation.PrintIRDiff(stream=err))
+    if args.verbose:
+        hooks.append(instrumentation.Remarks(stream=err))
     if args.check and args.ir == "cuda":
         from irforge.diagnostics import error
 
@@ -131,7 +141,7 @@ COMMANDS = {
 
 
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="irforge",
         description="irforge: a hackable ML compiler from PyTorch to CUDA through six textual IR levels.",
     )

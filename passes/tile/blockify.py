@@ -48,9 +48,6 @@ class TileBlockify(Pass):
         return None
 
     def run(self, op: Operation) -> None:
-        why = self.check(op)
-        if why:
-            raise op.error(why)
         inner = _inner_free_loops(op)
         splits = _band_splits(op, inner)
         for loop in inner:
