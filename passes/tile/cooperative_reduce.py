@@ -42,6 +42,9 @@ class TileCooperativeReduce(Pass):
             return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
         return None
 
+    def _why_one(self) -> str:
+        return "threads=1" if self.threads else "the default schedule's choice"
+
     def run(self, op: Operation) -> None:
         for r in candidates(op):
             if "threadIdx.x" in T.bound_axes(r):
@@ -49,10 +52,17 @@ class TileCooperativeReduce(Pass):
             n = op.axis_size("threadIdx.x")
             if n == 1:
                 n = self.threads or heuristic().cooperative_threads(op, r)
-                if n == 1 or op.threads * n > 1024:
+                if n == 1:
+                    self.remark(
+                        r, f"the reduction over {r.extents[0]} elements stays in one thread ({self._why_one()})"
+                    )
+                    continue
+                if op.threads * n > 1024:
+                    self.remark(r, f"not shared: {n} threads would give the block {op.threads * n} (at most 1024)")
                     continue
                 op.set_axis_size("threadIdx.x", n)
             share(r)
+            self.remark(r, f"the reduction over {r.extents[0]} elements is shared by {n} threads along threadIdx.x")
 
 
 def candidates(kernel: T.KernelOp) -> list[T.ReduceOp]:

@@ -35,8 +35,9 @@ class TileVectorize(Pass):
         if not isinstance(op, T.KernelOp) or self.width == 1:
             return
         for loop in _candidates(op):
+            narrowest = min((element_bytes(a.operands[0].type.dtype) for a in _accesses(loop)), default=4)
+            ceiling = self.width or max(1, 16 // narrowest)
             if self.width == 0:
-                narrowest = min((element_bytes(a.operands[0].type.dtype) for a in _accesses(loop)), default=4)
                 width = heuristic().vector_width(op, loop, narrowest, lambda v, lp=loop: why_not(lp, v) is None)
             else:
                 width = self.width
@@ -44,6 +45,11 @@ class TileVectorize(Pass):
                     width //= 2
             if width > 1:
                 loop.attributes["vector"] = width
+            if width < ceiling:
+                why = why_not(loop, 2 * width) or "the block's threads would outnumber the work items"
+                self.remark(loop, f"vector width {width}, not {2 * width}: {why}")
+            else:
+                self.remark(loop, f"vectorized by {width}")
         T.fit_grid(op)
 
 
