@@ -18,7 +18,7 @@ import difflib
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
 from .hashing import structural_hash
@@ -66,7 +66,7 @@ class Remark:
     """What a pass said about a decision at an op (`Pass.remark`)."""
 
     pass_name: str
-    op: Operation
+    op: Operation = field(repr=False)
     message: str
 
     def __str__(self) -> str:
@@ -74,8 +74,8 @@ class Remark:
 
 
 class Remarks(Instrumentation):
-    """The remarks of the passes named in `only` (every pass when None): kept in `records`, and, with a stream,
-    written there as `file:line:col: remark: [pass] message` lines once the pass is done."""
+    """The remarks of the passes named in `only` (every pass when None), each once per pass: kept in `records`,
+    and, with a stream, written there as `file:line:col: remark: [pass] message` lines once the pass is done."""
 
     def __init__(self, only=None, stream=None):
         self.only = None if only is None else set(only)
@@ -83,8 +83,13 @@ class Remarks(Instrumentation):
         self.records: list[Remark] = []
         self._pending: list[Remark] = []
 
+    def before_pass(self, p, module):
+        self._seen: set = set()
+
     def remark(self, p, op, message):
-        if self.only is None or p.name in self.only:
+        key = (id(op), message)  # a pass that sweeps to a fixpoint may decide the same thing twice: say it once
+        if (self.only is None or p.name in self.only) and key not in self._seen:
+            self._seen.add(key)
             r = Remark(p.name, op, message)
             self.records.append(r)
             self._pending.append(r)
