@@ -97,9 +97,8 @@ def bench_setup(tp, prog, name: str = "program"):
 
 def _itemsize(prog, param: str) -> int:
     from .dialects.cuda import ops as C
-    from .dialects.kernel.types import element_bytes
 
     for op in prog.module.walk():
         if isinstance(op, C.ParamOp) and op.attributes["sym"].name == param:
-            return element_bytes(op.result.type.dtype)
+            return op.result.type.dtype.bytes
     return 4

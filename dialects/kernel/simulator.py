@@ -31,7 +31,7 @@ from irforge.types import ScalarType, TensorType
 
 from . import ops as K
 from .fragments import FRAGMENT_LAYOUTS
-from .types import FragType, MbarrierType, SmemType, TensorMapType, element_bytes, element_type
+from .types import FragType, MbarrierType, SmemType, TensorMapType, element_type
 
 WARP = 32
 _NO_THREAD = -1
@@ -549,11 +549,11 @@ def _swizzle(off: np.ndarray, sw) -> np.ndarray:
 
 
 def _check_aligned(sim, op, addrs, dtype, n, mask, w) -> None:
-    nbytes = n * element_bytes(dtype)
+    nbytes = n * dtype.bytes
     access = min(nbytes, 16)
-    if access <= element_bytes(dtype):
+    if access <= dtype.bytes:
         return
-    bad = mask & ((addrs[:, 0] * element_bytes(dtype)) % access != 0)
+    bad = mask & ((addrs[:, 0] * dtype.bytes) % access != 0)
     if bad.any():
         lane = int(np.argmax(bad))
         raise sim._error(

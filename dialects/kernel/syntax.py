@@ -8,7 +8,7 @@ from irforge.index_expr import AffineMap
 from irforge.parser import BlockAST, OpAST, RegionAST, bind_index_values
 from irforge.types import FunctionType, TensorType, index
 
-from .ops import launch_dims
+from ..launch import launch_dims
 from .types import MbarrierType, SmemType
 
 

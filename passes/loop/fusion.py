@@ -68,7 +68,7 @@ def _cost(op: Operation) -> float:
     if isinstance(op, _FREE):
         return 0.0
     if isinstance(op, (LoadOp, StoreOp)):
-        return max(op.buffer.type.dtype.bits, 8) / 32
+        return op.buffer.type.dtype.bytes / 4
     return 1.0
 
 

@@ -12,7 +12,6 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 
 THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several blocks per SM
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
@@ -42,7 +41,7 @@ class Heuristic:
         if n < MIN_COOPERATIVE:
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
-        size = min(map(element_bytes, loads), default=4)
+        size = min((t.bytes for t in loads), default=4)
         return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:

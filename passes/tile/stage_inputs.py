@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.loop import indexing
 from irforge.passes.tile.heuristics import heuristic
 
@@ -58,7 +57,7 @@ class TileStageInputs(Pass):
                         "with the inner loops, or the loads' points differ)",
                     )
                     continue
-                nbytes = math.prod(box[1]) * element_bytes(buf.type.dtype)
+                nbytes = math.prod(box[1]) * buf.type.dtype.bytes
                 if nbytes <= budget:
                     budget -= nbytes
                     _stage(owner, buf, loads, *box)
@@ -74,7 +73,7 @@ def _kb(nbytes: int) -> str:
 
 
 def staged_bytes(kernel: T.KernelOp) -> int:
-    return sum(math.prod(s.box) * element_bytes(s.result.type.dtype) for s in kernel.walk() if isinstance(s, T.StageOp))
+    return sum(math.prod(s.box) * s.result.type.dtype.bytes for s in kernel.walk() if isinstance(s, T.StageOp))
 
 
 def _buffer_name(buf: Value) -> str:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.tile.vectors import why_not
 from irforge.passes.tile.heuristics import heuristic
 
@@ -35,7 +34,7 @@ class TileVectorize(Pass):
         if not isinstance(op, T.KernelOp) or self.width == 1:
             return
         for loop in _candidates(op):
-            narrowest = min((element_bytes(a.operands[0].type.dtype) for a in _accesses(loop)), default=4)
+            narrowest = min((a.operands[0].type.dtype.bytes for a in _accesses(loop)), default=4)
             ceiling = self.width or max(1, 16 // narrowest)
             if self.width == 0:
                 width = heuristic().vector_width(op, loop, narrowest, lambda v, lp=loop: why_not(lp, v) is None)

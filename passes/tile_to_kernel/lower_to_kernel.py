@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import KernelBuilder, Val
-from irforge.dialects.kernel.types import PtrType, SmemType, element_bytes
+from irforge.dialects.kernel.types import PtrType, SmemType
 from irforge.dialects.loop.indexing import ValueDim
 from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 from irforge.dialects.tile.vectors import why_not
@@ -308,7 +308,7 @@ class _Materializer:
             kb.barrier()  # a thread may come here again: the previous trip's readers of the box must be done
         offsets = [self.kexpr(e) for e in op.index_exprs()]
         shape = src.type.shape
-        vec = _copy_width(op, box, shape, element_bytes(dtype))
+        vec = _copy_width(op, box, shape, dtype.bytes)
         numel = math.prod(box)
         threads = self.tk.threads
         t = dtype if vec == 1 else TensorType(dtype, (vec,))
@@ -513,18 +513,13 @@ class _Materializer:
         out = []
         for (monoid, comps), bufs in zip(carriers, parts):
             types = [c.type for c in comps]
-            ids = [kb.const(_typed(monoid.identity(t, i), t), t) for i, t in enumerate(types)]
+            ids = [kb.const(monoid.identity(t, i), t) for i, t in enumerate(types)]
             with kb.for_(0, slots, carries=ids, hint="k") as lp:
                 got = [kb.load(buf, [row, Val(lp.iv)], t) for buf, t in zip(bufs, types)]
                 lp.yield_(*self.combine_values(monoid, lp.carries, got, types))
             out.append((monoid, lp.results))
         kb.barrier()  # the partials are read before a later combine may overwrite them
         return out
-
-
-def _typed(value, t):
-    """A monoid identity as a constant of type `t` (identities are Python numbers of any kind)."""
-    return float(value) if t.is_float else bool(value) if t == boolean else int(value)
 
 
 def _copy_width(op: T.StageOp, box, shape, nbytes: int) -> int:
