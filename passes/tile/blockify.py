@@ -5,6 +5,7 @@ from irforge.passes.tile.heuristics import THREAD_CHOICES, heuristic
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
 
 
 class TileBlockify(Pass):
@@ -37,8 +38,9 @@ class TileBlockify(Pass):
             return None
         for band, axis in _band_splits(op, _inner_free_loops(op)):
             size = op.axis_size(axis)
-            if size == 1 and op.threads * self.threads > 1024:
-                return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
+            if size == 1 and op.threads * self.threads > target().max_threads:
+                n = op.threads * self.threads
+                return f"threads={self.threads} would give the block {n} threads (the limit is {target().max_threads})"
             n = self.threads if size == 1 else size
             if axis != "threadIdx.x" and _holds_collectives(band) and band.work_items % n:
                 return (
@@ -65,8 +67,12 @@ class TileBlockify(Pass):
                         band, f"the band of {band.work_items} points stays one point per block ({self._why_one()})"
                     )
                     continue
-                if op.threads * size > 1024:
-                    self.remark(band, f"not split: {size} threads would give the block {op.threads * size} (max 1024)")
+                if op.threads * size > target().max_threads:
+                    self.remark(
+                        band,
+                        f"not split: {size} threads would give the block {op.threads * size} (the limit is "
+                        f"{target().max_threads})",
+                    )
                     continue
                 op.set_axis_size(axis, size)
             band.attributes["bind"] = (*band.bind, axis)

@@ -5,6 +5,7 @@ from irforge.passes.tile.heuristics import THREAD_CHOICES, heuristic
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
 
 
 class TileCooperativeReduce(Pass):
@@ -38,8 +39,9 @@ class TileCooperativeReduce(Pass):
                 f"threads={self.threads}, but the kernel already has {bx} threads along threadIdx.x (a reduction "
                 "shares them)"
             )
-        if op.threads * self.threads > 1024:
-            return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
+        if op.threads * self.threads > target().max_threads:
+            n = op.threads * self.threads
+            return f"threads={self.threads} would give the block {n} threads (the limit is {target().max_threads})"
         return None
 
     def _why_one(self) -> str:
@@ -57,8 +59,12 @@ class TileCooperativeReduce(Pass):
                         r, f"the reduction over {r.extents[0]} elements stays in one thread ({self._why_one()})"
                     )
                     continue
-                if op.threads * n > 1024:
-                    self.remark(r, f"not shared: {n} threads would give the block {op.threads * n} (at most 1024)")
+                if op.threads * n > target().max_threads:
+                    self.remark(
+                        r,
+                        f"not shared: {n} threads would give the block {op.threads * n} (the limit is "
+                        f"{target().max_threads})",
+                    )
                     continue
                 op.set_axis_size("threadIdx.x", n)
             share(r)
