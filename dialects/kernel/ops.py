@@ -514,19 +514,21 @@ def run_dim(shape, strides) -> int | None:
     return next((d for d in reversed(range(len(shape))) if strides[d] == 1 and shape[d] > 1), None)
 
 
-def access_runs(t: TensorType, strides) -> tuple[int, list[tuple[int, list[int]]]]:
+def access_runs(t: TensorType, strides, width: int | None = None) -> tuple[int, list[tuple[int, list[int]]]]:
     """(run, [(offset, tile positions)]): a strided tile access as runs of `run` contiguous elements along
-    `run_dim` (1 when there is none), each starting at an element offset and filling those flat tile positions."""
+    `run_dim` (its whole length, or `width` elements a run; 1 when there is none), each starting at an element
+    offset and filling those flat tile positions."""
     shape = t.shape
     d = run_dim(shape, strides)
-    if d is None:
+    if d is None or width == 1:
         return 1, [(o, [k]) for k, o in enumerate(tile_offsets(shape, strides))]
+    run = width or shape[d]
     inner = math.prod(shape[d + 1 :])
     runs = []
     for k, o in enumerate(tile_offsets(shape, strides)):
-        if (k // inner) % shape[d] == 0:
-            runs.append((o, [k + j * inner for j in range(shape[d])]))
-    return shape[d], runs
+        if (k // inner) % run == 0:
+            runs.append((o, [k + j * inner for j in range(run)]))
+    return run, runs
 
 
 def default_strides(shape) -> tuple[int, ...]:
@@ -903,7 +905,12 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
     ):
         raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
-        run, _ = access_runs(value_type, strides or default_strides(value_type.shape))
+        width = op.attributes.get("vector")
+        if width is not None:
+            d = run_dim(value_type.shape, strides or default_strides(value_type.shape))
+            if not isinstance(width, int) or width < 1 or (d is not None and value_type.shape[d] % width):
+                raise op.error(f"vector {width} must divide the length of the tile's contiguous runs")
+        run, _ = access_runs(value_type, strides or default_strides(value_type.shape), width)
         if isinstance(t, SmemType) and run > t.shape[-1]:
             raise op.error(f"moves {run} contiguous elements, more than a row of {t}")
         nbytes = run * t.dtype.bytes
@@ -914,14 +921,15 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
 class LoadOp(IndexedOp):
     """Read a scalar, or a register tile of contiguous elements (a vector access of up to 16 bytes at a time, so
     the address must be aligned to the access), from global or shared memory. With `strides`, tile element
-    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements: runs along a last dimension of stride 1
-    move as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four)."""
+    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements, and the last dimension of stride 1 moves
+    as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four), `vector` elements at a time when the
+    addresses are only aligned to that many."""
 
     name = "kernel.load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 1
 
@@ -942,7 +950,7 @@ class StoreOp(IndexedOp):
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 2
 

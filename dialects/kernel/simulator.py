@@ -526,7 +526,7 @@ def _layout(op, t) -> tuple[int, np.ndarray, np.ndarray]:
     if not isinstance(t, TensorType):
         return 1, np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64)
     strides = op.attributes.get("strides") or K.default_strides(t.shape)
-    run, runs = K.access_runs(t, strides)
+    run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
     offsets = np.asarray(K.tile_offsets(t.shape, strides), dtype=np.int64)
     return run, offsets, np.asarray([p for _, p in runs], dtype=np.int64)
 

@@ -605,6 +605,43 @@ class StageOp(_Indexed):
     def prefetch(self) -> int:
         return self.attributes.get("prefetch", 0)
 
+    def copy_width(self) -> int:
+        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
+        allow it, else fewer."""
+        from .vectors import expand
+
+        nbytes = self.result.type.dtype.bytes
+        v = max(1, 16 // nbytes)
+        last = expand(self.index_exprs()[-1])
+        box, shape = self.box, self.source.type.shape
+        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+            v //= 2
+        return v
+
+    def why_not_ring(self) -> str | None:
+        """Why the stage cannot cycle through several buffers along its loop (None when it can): it must sit
+        directly in a loop that is neither distributed nor vectorized."""
+        loop = self.parent_op
+        if not isinstance(loop, LoopOp) or loop.bind or loop.vector > 1:
+            return (
+                "is multi-buffered or prefetched, so it must sit directly in a loop that is neither distributed nor "
+                "vectorized"
+            )
+        return None
+
+    def why_not_prefetch(self) -> str | None:
+        """Why the stage's copy for a later trip cannot be issued ahead (None when it can)."""
+        why = self.why_not_ring()
+        if why:
+            return why
+        if self.copy != "async":
+            return "is prefetched, which needs an asynchronous copy (async)"
+        loop = self.parent_op
+        inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
+        if any(v in inside for v in self.indices):
+            return "is prefetched, but its box depends on values its loop computes (it can only use the loop index)"
+        return None
+
     @staticmethod
     def build(source, exprs, box, hint=None, loc=UNKNOWN) -> StageOp:
         m, ops = indexing.canonical([indexing.as_value_expr(e) for e in exprs])

@@ -12,11 +12,13 @@ contiguous, aligned vector access.
 
 from __future__ import annotations
 
-from irforge import index_expr as ix
-from irforge.ir import Value
+from dataclasses import dataclass
 
-from ..loop.indexing import ValueDim
-from . import IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
+from irforge import index_expr as ix
+from irforge.ir import BlockArgument, OpResult, Value
+
+from ..loop.indexing import ValueDim, multiple_of
+from . import CombineOp, IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
 
 
 def lane_ivs(loop: LoopOp) -> list[Value]:
@@ -67,6 +69,14 @@ def flat_offset(op) -> ix.IndexExpr:
     return out
 
 
+def _leaves(e: ix.IndexExpr):
+    kids = e.children()
+    if not kids:
+        yield e
+    for k in kids:
+        yield from _leaves(k)
+
+
 def why_not(loop: LoopOp, widths=None) -> str | None:
     """Why `loop` cannot take work items of `widths` (one per dimension, or an int for the innermost; default: its
     own), None when it can."""
@@ -94,6 +104,8 @@ def why_not(loop: LoopOp, widths=None) -> str | None:
             return "a stage's box moves with the vector lanes (a box is one for the whole block)"
         if isinstance(op, (LoadOp, StoreOp)):
             offset = flat_offset(op)
+            if any(isinstance(x, ValueDim) and x.value in lanes and x.value not in ivs for x in _leaves(offset)):
+                return f"'{op.name}' has a subscript computed from values that vary with the index (a gather)"
             for iv in ivs:
                 c = coefficient(offset, iv)
                 if c is None:
@@ -105,7 +117,8 @@ def why_not(loop: LoopOp, widths=None) -> str | None:
 
 def why_slow(loop: LoopOp, d: int, width: int) -> str | None:
     """Why `width` lanes along dimension `d` would not move as contiguous, aligned vectors in every access of the
-    loop (None when they would)."""
+    loop (None when they would). An access that strides along them but is contiguous along an enclosing loop's
+    lanes (a row of B while the reduction's lanes run down its columns) moves as vectors along those."""
     why = why_not(loop, tuple(width if k == d else 1 for k in range(len(loop.extents))))
     if why:
         return why
@@ -123,10 +136,77 @@ def why_slow(loop: LoopOp, d: int, width: int) -> str | None:
             offset = exprs[-1]
         else:
             offset = flat_offset(op)
+        outer = loop_lanes(loop)
+        known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in outer} | {iv: width}
         c = coefficient(offset, iv)
-        if c != 1:
+        run = width if c == 1 else next((known[ld.iv] for ld in outer if coefficient(offset, ld.iv) == 1), None)
+        if run is None:
             return f"'{op.name}' strides by {c} elements per iteration (lanes must be consecutive)"
-        rest = [(a, k) for a, k in linear_terms(offset) if not (isinstance(a, ValueDim) and a.value is iv)]
-        if any(k % width for _, k in rest):
-            return f"'{op.name}' starts at offsets that are not multiples of {width} (unaligned vectors)"
+        if not multiple_of(offset, run, known):
+            return f"'{op.name}' starts at offsets that are not multiples of {run} (unaligned vectors)"
     return None
+
+
+# ---- lane dimensions: what a value of a vectorized loop's body varies along -------------------------------------
+@dataclass(frozen=True)
+class LaneDim:
+    """A dimension some loop's work items are wider than one along: one register-tile dimension, materialized."""
+
+    loop: LoopOp
+    dim: int
+
+    @property
+    def size(self) -> int:
+        return self.loop.vector_shape[self.dim]
+
+    @property
+    def iv(self) -> Value:
+        return self.loop.ivs[self.dim]
+
+
+def lane_dim_of(v: Value) -> LaneDim | None:
+    """The lane dimension a loop index stands for (None for other values)."""
+    if isinstance(v, BlockArgument):
+        loop = v.block.parent_op
+        if isinstance(loop, LoopOp) and loop.vector_shape[v.index] > 1:
+            return LaneDim(loop, v.index)
+    return None
+
+
+def loop_lanes(op) -> list[LaneDim]:
+    """The lane dimensions of the loops around `op`, outermost first (the register-tile dimensions there)."""
+    from . import enclosing_loops
+
+    return [LaneDim(lp, d) for lp in enclosing_loops(op) for d, w in enumerate(lp.vector_shape) if w > 1]
+
+
+class Lanes:
+    """Which lane dimensions each value varies along (`of`), cached: a load along the lanes its subscripts move
+    with, a reduction's result along its element's minus its own, anything else along its operands'."""
+
+    def __init__(self):
+        self.cache: dict[Value, frozenset] = {}
+
+    def of(self, v: Value) -> frozenset:
+        got = self.cache.get(v)
+        if got is not None:
+            return got
+        ld = lane_dim_of(v)
+        if ld is not None:
+            got = frozenset({ld})
+        elif not isinstance(v, OpResult):
+            got = frozenset()
+        else:
+            op = v.op
+            if isinstance(op, LoadOp):
+                offset = flat_offset(op)
+                got = frozenset(ld for ld in loop_lanes(op) if coefficient(offset, ld.iv) != 0)
+            elif isinstance(op, LoopOp):
+                own = {LaneDim(op, d) for d in range(len(op.extents))}
+                got = self.of(op.yielded[v.index]) - own
+            elif isinstance(op, CombineOp):
+                got = self.of(op.operands[v.index])
+            else:
+                got = frozenset().union(*(self.of(x) for x in op.operands))
+        self.cache[v] = got
+        return got

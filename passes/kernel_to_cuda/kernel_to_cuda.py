@@ -179,7 +179,11 @@ def _is_array(t) -> bool:
 
 
 def _broadcast_index(i: str, shape, operand_shape) -> str:
-    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to."""
+    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to
+    (a number when `i` is one)."""
+    if i.isdigit():
+        pos = np.unravel_index(int(i), shape)
+        return str(int(np.ravel_multi_index([p if m != 1 else 0 for p, m in zip(pos, operand_shape)], operand_shape)))
     terms, inner, own = [], 1, 1
     for n, m in reversed(list(zip(shape, operand_shape))):
         if m != 1:
@@ -201,6 +205,7 @@ class _Emitter:
         self.used = set(_RESERVED)
         self.last_origin: str | None = None
         self.dynamic_smem = 0
+        self.inline: dict = {}  # values emitted where their one user reads them, not as arrays
         self.written = K._written_params(kernel)
         bx, by, _ = kernel.attributes["block"]
         x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
@@ -407,6 +412,10 @@ class _Emitter:
                 return f"{HALF_TYPES[C_TYPES[rt.name]][1]}({e})" if rt.name in ("f16", "bf16") else e
             return f"({args[0]} {o.cuda} {args[1]})"
 
+        users = op.result.users
+        if len(op.result.uses) == 1 and isinstance(users[0], K.ReduceOp) and users[0].init:
+            self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
+            return
         self.declare(op.result, expr)
 
     def op_cast(self, op):
@@ -442,8 +451,12 @@ class _Emitter:
         half = et.name in ("f16", "bf16")
         acc_t = "float" if half else self.ctype(et)
         comb = _MONOID_C[op.attributes["kind"]]
-        src = self.name(op.input)
-        get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
+        inline = self.inline.get(op.input)
+        if inline is not None:
+            get = (lambda i: f"irf_f32({inline(str(i))})") if half else (lambda i: inline(str(i)))
+        else:
+            src = self.name(op.input)
+            get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
         axes = tuple(op.attributes["axes"])
         kept = [i for i in range(t.rank) if i not in axes]
         out_shape = [t.shape[i] for i in kept]
@@ -575,7 +588,7 @@ class _Emitter:
     def runs(self, op, t: TensorType):
         """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
-        run, runs = K.access_runs(t, strides)
+        run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
         return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
 
     def op_load(self, op):
