@@ -24,7 +24,7 @@ from .diagnostics import Diagnostic
 from .hashing import structural_hash
 from .ir import Operation
 from .pass_manager import Instrumentation, Timer
-from .printer import print_module
+from .printer import Printer, print_module
 from .verifier import verify_or_raise
 
 
@@ -146,13 +146,16 @@ class PrintIR(_Printing):
 
 
 class PrintIRDiff(_Printing):
-    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines."""
+    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines. Values the pass kept
+    keep their names on both sides, so a pass that erases `%3` shows that line, not every later one renumbered."""
 
     def before_pass(self, p, module):
-        self._before = self.text(module)
+        printer = Printer(generic=self.generic, debuginfo=self.debuginfo)
+        self._before = printer.module_to_string(module)
+        self._names = printer.assigned
 
     def after_pass(self, p, module):
-        after = self.text(module)
+        after = Printer(generic=self.generic, debuginfo=self.debuginfo, names=self._names).module_to_string(module)
         if after == self._before:
             return
         diff = difflib.unified_diff(
