@@ -310,11 +310,13 @@ def _collect(op: Operation, anchor: str, out: list) -> None:
 
 @dataclass
 class ScheduledPass:
-    """One pass of an expanded pipeline: the pass, its nesting path below the module, and where it was written."""
+    """One pass of an expanded pipeline: the pass, its nesting path below the module, where it was written, and the
+    named pipelines it came from (outermost first)."""
 
     pass_: Pass
     path: tuple[str, ...]
     loc: Location | None = None
+    within: tuple[str, ...] = ()
 
 
 class PassManager:

@@ -76,6 +76,7 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
 
 def _run(args, stdin, stdout, stderr) -> int:
     from irforge.diagnostics import IRForgeError
+    from irforge.parser import read_source
     from irforge.registry import registry
 
     if args.list_passes:
@@ -95,7 +96,7 @@ def _run(args, stdin, stdout, stderr) -> int:
         return 0
 
     name = args.input if args.input not in (None, "-") else "<stdin>"
-    text = stdin.read() if name == "<stdin>" else _read(args.input)
+    text = stdin.read() if name == "<stdin>" else read_source(args.input)
     if args.run_reproducer:
         pipeline = _reproducer_pipeline(text, name)
 
@@ -224,24 +225,6 @@ def _split(text: str):
         start = m.end() + 1
     chunks.append((text[start:], text.count("\n", 0, start)))
     return chunks
-
-
-def _read(path: str) -> str:
-    from irforge.diagnostics import error, register_source
-    from irforge.location import FileLineColLoc
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise error(f"cannot open input file '{path}': no such file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
-        line = data.count(b"\n", 0, e.start) + 1
-        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
-        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
 
 
 def _reproducer_pipeline(text: str, name: str) -> str:
