@@ -50,6 +50,50 @@ def check_on_gpu(prog, *, sync_each: bool = True) -> list[tuple[np.ndarray, obje
     return [(o, compare(o, e, t.dtype)) for o, e, t in zip(outs, prog.expected, types)]
 
 
+def run_on_gpu(prog) -> list[np.ndarray]:
+    """Run the program once on its inputs; its outputs."""
+    import torch
+
+    outs = [to_numpy(o.clone()) for o in executor(prog)(*prog.inputs)]
+    torch.cuda.synchronize()
+    return outs
+
+
+def load_cuda_program(path: str, model: str | None = None):
+    """A cuda-level .ir file as a `Program`. Its params and inputs come from the Python file it was compiled from
+    (`model`: its weights, example inputs and eager outputs, the reference), else are drawn at random (seeded by
+    each param's name and by position, as the interpreters draw them), with no reference."""
+    from .compiler import Program, compile_program
+    from .dialects.cuda import ops as C
+    from .interpreter import param_value, random_array
+    from .location import FileLineColLoc
+    from .parser import parse_module, read_source
+    from .pipeline import module_level
+
+    module = parse_module(read_source(path), path)
+    level = module_level(module)
+    if level != "cuda":
+        raise error(
+            f"irforge run takes cuda-level IR, and this file is at the {level} level; lower it first: "
+            f"irforge-opt {path} --pass-pipeline=PIPE",
+            FileLineColLoc(path, 1, 1),
+        )
+    inputs = sorted((op for op in module.walk() if isinstance(op, C.InputOp)), key=lambda op: op.attributes["position"])
+    names = [op.result.name_hint or f"arg{op.attributes['position']}" for op in inputs]
+    if model is not None:
+        from .frontend import from_file
+
+        captured = compile_program(from_file(model), "torch")
+        return Program(module, "cuda", captured.params, names, captured.inputs, captured.expected)
+    rng = np.random.default_rng(0)
+    params = {
+        op.attributes["sym"].name: param_value(op.attributes["sym"].name, op.result.type, None, 0)
+        for op in module.walk()
+        if isinstance(op, C.ParamOp)
+    }
+    return Program(module, "cuda", params, names, [random_array(op.result.type, rng) for op in inputs])
+
+
 def _output_types(prog) -> list:
     from .dialects.cuda import ops as C
 
@@ -97,9 +141,8 @@ def bench_setup(tp, prog, name: str = "program"):
 
 def _itemsize(prog, param: str) -> int:
     from .dialects.cuda import ops as C
-    from .dialects.kernel.types import element_bytes
 
     for op in prog.module.walk():
         if isinstance(op, C.ParamOp) and op.attributes["sym"].name == param:
-            return element_bytes(op.result.type.dtype)
+            return op.result.type.dtype.bytes
     return 4
