@@ -65,7 +65,8 @@ def bench_case(tp, prog, name: str = "program"):
     from .bench.harness import System
 
     inputs = tuple(
-        Input(n, tuple(t.shape), t.dtype, lambda gen, device, t=t: t.to(device)) for n, t in zip(tp.input_names, tp.inputs)
+        Input(n, tuple(t.shape), t.dtype, lambda gen, device, t=t: t.to(device))
+        for n, t in zip(tp.input_names, tp.inputs)
     )
     case = Case(name, "program", inputs, flops=0, module=lambda: copy.deepcopy(tp.model))
     exe = executor(prog)

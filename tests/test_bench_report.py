@@ -118,13 +118,15 @@ def test_merge_keeps_measured_rows_and_offsets_runs():
     for r in first["rows"]:
         if r["id"] == "sm.a":
             r["systems"]["irforge"] = {"status": "not run", "detail": "device failed"}
-    second = report.new_report("demo", dict(ENV, gpu="H200"), SETTINGS, CEILINGS, [row("sm.a", "softmax", 1.0, timed(0.25))])
+    second = report.new_report(
+        "demo", dict(ENV, gpu="H200"), SETTINGS, CEILINGS, [row("sm.a", "softmax", 1.0, timed(0.25))]
+    )
     merged, notes = report.merge([first, second], ["mm.a", "mm.b", "sm.a", "sm.b", "sm.c", "dl.a"])
     assert [r["id"] for r in merged["rows"]] == ["mm.a", "mm.b", "sm.a", "sm.b", "sm.c", "dl.a"]
     sm_a = next(r for r in merged["rows"] if r["id"] == "sm.a")
     assert sm_a["run"] == 1 and sm_a["systems"]["irforge"]["speedup_vs_eager"] == pytest.approx(4.0)
     assert len(merged["runs"]) == 2 and notes == []
-    again, notes = report.merge([merged, second])
+    _, notes = report.merge([merged, second])
     assert notes == ["sm.a: measured in more than one run; keeping the later one"]
     with pytest.raises(IRForgeError, match="different suites"):
         report.merge([first, dict(second, suite="other")])
@@ -137,7 +139,11 @@ def test_compare_reports_per_case_change():
     table = [ln for ln in lines if ln.startswith("| ") and not ln.startswith("| case")]
     assert table[0] == "| sm.a | irforge | 500.0 | 1000.0 | 0.50x |"  # largest slowdown first
     assert "| mm.a | irforge | 1000.0 | 500.0 | 2.00x |" in table
-    assert f"- irforge: geomean speedup B over A {math.prod([2.0, 1.0, 0.5]) ** (1 / 3):.2f}x over 3 cases; 1 faster and 1 slower by more than 5%" in lines
+    geomean = math.prod([2.0, 1.0, 0.5]) ** (1 / 3)
+    assert (
+        f"- irforge: geomean speedup B over A {geomean:.2f}x over 3 cases; 1 faster and 1 slower by more than 5%"
+        in lines
+    )
     b["rows"][3]["systems"]["irforge"] = timed(1.0)
     assert "- sm.b irforge: wrong -> ok" in report.compare(a, b)
 

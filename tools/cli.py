@@ -136,7 +136,12 @@ COMMANDS = {
         Command(
             "run", "compile a PyTorch program to CUDA, run it on the GPU, compare with eager", _run_arguments, _run_run
         ),
-        Command("bench", "run a benchmark suite (seed84, llm): irforge vs eager vs torch.compile", _bench_arguments, _bench_run),
+        Command(
+            "bench",
+            "run a benchmark suite (seed84, llm): irforge vs eager vs torch.compile",
+            _bench_arguments,
+            _bench_run,
+        ),
     ]
 }
 

@@ -169,7 +169,9 @@ def _compile_only(args, cases, systems, out, err) -> int:
                     continue
                 c = compile_case(case, pipeline, args.arch)
                 cache.store(case, pipeline, args.arch, c)
-                results.append(f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)")
+                results.append(
+                    f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)"
+                )
                 if c.error:
                     failed.append(f"{case.id} ({name}): {c.error}")
             progress.done_line(case.id + ": " + "; ".join(results))
@@ -297,8 +299,7 @@ def _resumed(suite: str, out_dir: Path, systems: list[str]) -> dict | None:
 
 
 def _merge(args, out, err) -> int:
-    from . import report
-    from . import SUITES
+    from . import SUITES, report
     from .case import suite
 
     reports = [report.load(p) for p in args.merge]
@@ -329,8 +330,14 @@ class Progress:
         console = Console(file=stream)
         self.bar = None
         if console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.progress import TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
                 TextColumn("{task.description}"),
@@ -381,4 +388,3 @@ class Progress:
 def _clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m // 60}:{m % 60:02d}:{s:02d}"
-

@@ -174,7 +174,9 @@ def irforge_system(name: str, pipeline: str, cache: CompileCache | None, log=lam
             raise CaseError(compiled.error)
         module = parse_module(compiled.text)
         weights = dict([*program.named_parameters(), *program.named_buffers()])
-        exe = Executor(module, params={**compiled.constants, **{k: v for k, v in weights.items() if k in _params(module)}})
+        exe = Executor(
+            module, params={**compiled.constants, **{k: v for k, v in weights.items() if k in _params(module)}}
+        )
 
         def run(*inputs):
             outs = exe(*inputs)

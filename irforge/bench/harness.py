@@ -316,19 +316,23 @@ def not_run_row(case: Case, systems: list[System], why: str) -> dict:
 def measure_ceilings(timer: Timer, device="cuda") -> dict[str, float]:
     """Copy bandwidth (bytes read + written per second, a 1 GiB device-to-device copy) and the f32 (no TF32) and
     bf16 rates of a large matmul (random data: zeros run faster than real data)."""
-    out = {}
-    src = torch.empty(1 << 28, dtype=torch.float32, device=device).normal_()
+    return {
+        "copy_bytes_per_s": _copy_rate(timer, device, 1 << 30),
+        "f32_matmul_flop_per_s": _matmul_rate(timer, device, torch.float32, 8192),
+        "bf16_matmul_flop_per_s": _matmul_rate(timer, device, torch.bfloat16, 8192),
+    }
+
+
+def _copy_rate(timer: Timer, device, nbytes: int) -> float:
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).normal_()
     dst = torch.empty_like(src)
-    ms = _median_of(timer, lambda: dst.copy_(src), 30)
-    out["copy_bytes_per_s"] = 2 * src.numel() * 4 / (ms / 1e3)
-    del src, dst
-    for dtype, key, n in ((torch.float32, "f32_matmul_flop_per_s", 8192), (torch.bfloat16, "bf16_matmul_flop_per_s", 8192)):
-        a = torch.randn(n, n, device=device, dtype=dtype)
-        b = torch.randn(n, n, device=device, dtype=dtype)
-        ms = _median_of(timer, lambda a=a, b=b: torch.matmul(a, b), 20)
-        out[key] = 2 * n**3 / (ms / 1e3)
-        del a, b
-    return out
+    return 2 * nbytes / (_median_of(timer, lambda: dst.copy_(src), 30) / 1e3)
+
+
+def _matmul_rate(timer: Timer, device, dtype, n: int) -> float:
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return 2 * n**3 / (_median_of(timer, lambda: torch.matmul(a, b), 20) / 1e3)
 
 
 def _median_of(timer: Timer, fn, reps: int) -> float:
@@ -410,7 +414,9 @@ def git_revision() -> str:
     root = Path(__file__).resolve().parents[2]
     try:
         rev = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=root, capture_output=True, text=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
+        )
     except OSError:
         return "unknown"
     if rev.returncode != 0:

@@ -36,7 +36,7 @@ def load(path: str | Path) -> dict:
     except json.JSONDecodeError as e:
         raise error(f"{path} is not JSON: {e.msg} (line {e.lineno})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise error(f"{path} is not an irforge bench results file (no \"schema\": \"{SCHEMA}\")")
+        raise error(f'{path} is not an irforge bench results file (no "schema": "{SCHEMA}")')
     return data
 
 
@@ -315,7 +315,13 @@ def compare(a: dict, b: dict, a_name: str = "A", b_name: str = "B") -> str:
         lines.append(f"- in one run only: {', '.join(only)}")
     if status_lines:
         lines += ["", "## Status changes", "", *status_lines]
-    lines += ["", "## Times, largest slowdown first", "", "| case | system | A µs | B µs | B over A |", "|---|---|---:|---:|---:|"]
+    lines += [
+        "",
+        "## Times, largest slowdown first",
+        "",
+        "| case | system | A µs | B µs | B over A |",
+        "|---|---|---:|---:|---:|",
+    ]
     for cid, name, ta, tb in sorted(changes, key=lambda c: c[2] / c[3]):
         lines.append(f"| {cid} | {name} | {ta * 1e3:.1f} | {tb * 1e3:.1f} | {_ratio(ta / tb)} |")
     return "\n".join(lines) + "\n"

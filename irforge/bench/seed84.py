@@ -45,14 +45,14 @@ def _case(op: ops.Op, cid: str, m, *inputs: tuple[str, tuple[int, ...]]) -> Case
 def cases() -> list[Case]:
     out = []
     for m in MODELS.values():
-        H, I, d = m.hidden, m.intermediate, m.head_dim
+        hidden, inter, d = m.hidden, m.intermediate, m.head_dim
         for s in SEQ:
             tag = f"{m.key}.s{s}"
             for proj, (k, n) in _projections(m).items():
                 out.append(_case(ops.MATMUL, f"matmul.{m.key}.{proj}.s{s}", m, ("x", (1, s, k)), ("w", (k, n))))
-            out.append(_case(ops.RMS_NORM(m.rms_eps), f"rmsnorm.{tag}", m, ("x", (1, s, H)), ("w", (H,))))
+            out.append(_case(ops.RMS_NORM(m.rms_eps), f"rmsnorm.{tag}", m, ("x", (1, s, hidden)), ("w", (hidden,))))
             out.append(_case(ops.SOFTMAX, f"softmax.{tag}", m, ("x", (1, m.heads, s, s))))
-            out.append(_case(ops.SILU_MUL, f"silu_mul.{tag}", m, ("g", (1, s, I)), ("u", (1, s, I))))
+            out.append(_case(ops.SILU_MUL, f"silu_mul.{tag}", m, ("g", (1, s, inter)), ("u", (1, s, inter))))
             q, kv = (1, m.heads, s, d), (1, m.kv_heads, s, d)
             out.append(_case(ops.SDPA_CAUSAL, f"sdpa.{tag}", m, ("q", q), ("k", kv), ("v", kv)))
             out.append(_case(ops.NAIVE_ATTENTION, f"naive_attn.{tag}", m, ("q", q), ("k", q), ("v", q)))
@@ -73,9 +73,9 @@ def cases() -> list[Case]:
                     ops.SILU_MUL_MATMUL,
                     f"silu_mul_matmul.{tag}",
                     m,
-                    ("g", (1, s, I)),
-                    ("u", (1, s, I)),
-                    ("w", (I, H)),
+                    ("g", (1, s, inter)),
+                    ("u", (1, s, inter)),
+                    ("w", (inter, hidden)),
                 )
             )
     return out
