@@ -19,7 +19,8 @@ from irforge.bench.harness import CaseError
 from irforge.runtime import has_gpu
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_bench_report import sample
+from test_bench_harness import FakeTimer
+from test_bench_report import CEILINGS, sample
 from test_bench_suites import LLM_IDS
 
 
@@ -159,3 +160,50 @@ def test_merge_and_compare_on_results_files(tmp_path):
     assert (tmp_path / "m" / "demo.md").exists()
     rc, out, err = bench("--compare", str(pa), str(tmp_path / "m" / "demo.md"))
     assert rc == 1 and "is not JSON" in err
+
+
+class _FakeCudaTimer:
+    """Stands in for CudaTimer on a machine without a GPU."""
+
+    def __new__(cls, host_ahead=True):
+        timer = FakeTimer({"eager": [1.0], "irforge": [2.0]})
+        timer.description = lambda: "a fake clock"
+        return timer
+
+
+def test_a_run_writes_after_each_case_and_resumes(tmp_path, monkeypatch):
+    """The whole `irforge bench` run on the CPU with a fake clock: eager is timed, irforge (which needs a GPU to
+    run its kernels) is an error row, the report says torch.compile was left out, --resume runs the cases left."""
+    import functools
+
+    import irforge.runtime
+    from irforge.bench import command, harness
+
+    monkeypatch.setattr(irforge.runtime, "has_gpu", lambda: True)
+    monkeypatch.setattr(command, "_torch_cuda", lambda: True)
+    monkeypatch.setattr(harness, "CudaTimer", _FakeCudaTimer)
+    monkeypatch.setattr(harness, "measure_ceilings", lambda timer: CEILINGS)
+    monkeypatch.setattr(harness, "Settings", functools.partial(harness.Settings, device="cpu"))
+    written = []
+    real_write = report.write
+    monkeypatch.setattr(
+        report, "write", lambda rep, *a, **k: written.append(len(rep["rows"])) or real_write(rep, *a, **k)
+    )
+    no_gpu = "the GPU executor needs a CUDA GPU and a torch build with CUDA"
+    out_dir = tmp_path / "out"
+    args = ["--suite", "seed84", "--systems", "eager,irforge", "--cache", str(tmp_path / "cache"), "-o", str(out_dir)]
+    rc, out, err = bench(*args, "--cases", "softmax.TL.s32,rmsnorm.TL.s32", "--reps", "5")
+    assert rc == 0, err
+    assert written == [1, 2, 2]  # after each case, then the final report
+    data = report.load(out_dir / "seed84.json")
+    assert [r["id"] for r in data["rows"]] == ["rmsnorm.TL.s32", "softmax.TL.s32"]
+    for r in data["rows"]:
+        assert r["systems"]["eager"]["status"] == "ok" and r["systems"]["eager"]["reps"] == 5
+        assert r["systems"]["irforge"] == {"status": "error", "detail": "error: " + no_gpu}
+    assert data["runs"][0]["settings"]["left_out"] == ["torch.compile"]
+    assert "left out: torch.compile" in (out_dir / "seed84.md").read_text()
+    assert "irforge**: 2 error (of 2 cases)" in out
+    rc, out, err = bench(*args, "--cases", "softmax.TL.s32,rmsnorm.TL.s32,silu_mul.TL.s32", "--resume")
+    data = report.load(out_dir / "seed84.json")
+    assert rc == 0 and [r["id"] for r in data["rows"]] == ["rmsnorm.TL.s32", "softmax.TL.s32", "silu_mul.TL.s32"]
+    assert [r["run"] for r in data["rows"]] == [0, 0, 1] and len(data["runs"]) == 2

@@ -195,6 +195,8 @@ def test_select_by_globs(seed84):
         "naive_attn.TL.s512",
         "matmul.QW.kv.s32",
     ]
+    assert [c.id for c in select(cases, "naive_attn.*,!*.QW.*,!*s128")] == ["naive_attn.TL.s32", "naive_attn.TL.s512"]
+    assert len(select(cases, "!matmul*")) == 84 - 36 - 12
     with pytest.raises(IRForgeError, match="no case matches 'nope'"):
         select(cases, "matmul.*,nope")
     assert len(select(cases, None)) == 84

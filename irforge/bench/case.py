@@ -134,11 +134,18 @@ def suite(name: str) -> list[Case]:
 
 
 def select(cases: list[Case], patterns: str | None) -> list[Case]:
-    """The cases whose id matches one of the comma-separated globs (all when None), in suite order."""
+    """The cases matching the comma-separated globs (all when None), in suite order; a glob after `!` removes
+    what it matches (`'*,!L9'`: all but L9)."""
     if not patterns:
         return cases
     globs = [p.strip() for p in patterns.split(",") if p.strip()]
-    unmatched = [g for g in globs if not any(fnmatch.fnmatchcase(c.id, g) for c in cases)]
+    take = [g for g in globs if not g.startswith("!")] or ["*"]
+    drop = [g[1:] for g in globs if g.startswith("!")]
+    unmatched = [g for g in take + drop if not any(fnmatch.fnmatchcase(c.id, g) for c in cases)]
     if unmatched:
         raise error(f"no case matches '{unmatched[0]}' (see the ids with --list)")
-    return [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in globs)]
+
+    def matches(c: Case, gs: list[str]) -> bool:
+        return any(fnmatch.fnmatchcase(c.id, g) for g in gs)
+
+    return [c for c in cases if matches(c, take) and not matches(c, drop)]

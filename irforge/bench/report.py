@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from irforge.diagnostics import error
@@ -145,7 +146,9 @@ def write(report: dict, out_dir: str | Path, chart: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     base = out / report["suite"]
     paths = [base.with_suffix(".json"), base.with_suffix(".md")]
-    paths[0].write_text(json.dumps(report, indent=1) + "\n")
+    tmp = paths[0].with_suffix(".json.tmp")  # a run killed while writing keeps the previous file whole
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp, paths[0])
     paths[1].write_text(markdown(report))
     if chart and charts.available():
         paths.append(charts.ratio_chart(report, base.with_suffix(".png")))
