@@ -113,6 +113,12 @@ def test_markdown_table_and_summary_lines():
     assert "**wrong**: relative error 3e-01 over 1e-04" in md
 
 
+def test_readme_row():
+    row = report.readme_row(sample(), "bench/results/demo.md")
+    cells = "demo | H100 | abc1234 | 1.26x | left out | 2 of 6 | mm.b (0.50x) | [demo.md](bench/results/demo.md)"
+    assert row == f"| {cells} |"
+
+
 def test_merge_keeps_measured_rows_and_offsets_runs():
     first = sample()
     for r in first["rows"]:

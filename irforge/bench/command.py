@@ -252,6 +252,7 @@ def _run(args, cases, systems, out, err) -> int:
     final = snapshot(rows)
     paths = report.write(final, out_dir)
     out.write("\n".join(report.summary_lines(final)) + "\n")
+    out.write(f"README row: {report.readme_row(final, str(paths[1]))}\n")
     if cache and cache.misses:
         out.write(f"cache: {cache.hits} hits, {len(cache.misses)} compiled here: {'; '.join(cache.misses[:5])}\n")
     if log_lines:  # the tracebacks behind the error rows
@@ -310,6 +311,7 @@ def _merge(args, out, err) -> int:
         err.write(f"note: {n}\n")
     paths = report.write(merged, args.output)
     out.write("\n".join(report.summary_lines(merged)) + "\n")
+    out.write(f"README row: {report.readme_row(merged, str(paths[1]))}\n")
     out.write("wrote " + ", ".join(map(str, paths)) + "\n")
     return 0
 

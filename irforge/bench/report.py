@@ -219,6 +219,25 @@ def summary_lines(report: dict) -> list[str]:
     return out
 
 
+def readme_row(report: dict, md_path: str) -> str:
+    """The README's results line for this suite (the primary system against eager and torch.compile)."""
+    name = primary(report)
+    s = report["summary"].get(name, {})
+    env = report["runs"][0]["environment"]
+    vs_eager, vs_compile = s.get("vs eager"), s.get("vs torch.compile")
+    cells = [
+        report["suite"],
+        env.get("gpu", "?"),
+        env.get("irforge revision", "?"),
+        _ratio(vs_eager["geomean"]) if vs_eager else "-",
+        _ratio(vs_compile["geomean"]) if vs_compile else "left out",
+        f"{vs_eager['at_least_1x']} of {s['cases']}" if vs_eager else "-",
+        f"{vs_eager['worst']['id']} ({_ratio(vs_eager['worst']['ratio'])})" if vs_eager else "-",
+        f"[{Path(md_path).name}]({md_path})",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def markdown(report: dict) -> str:
     finish(report)
     systems = systems_of(report)
