@@ -207,3 +207,26 @@ def test_a_run_writes_after_each_case_and_resumes(tmp_path, monkeypatch):
     data = report.load(out_dir / "seed84.json")
     assert rc == 0 and [r["id"] for r in data["rows"]] == ["rmsnorm.TL.s32", "softmax.TL.s32", "silu_mul.TL.s32"]
     assert [r["run"] for r in data["rows"]] == [0, 0, 1] and len(data["runs"]) == 2
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stream", [io.StringIO, _Terminal])
+def test_progress_shows_case_count_and_eta(stream):
+    from irforge.bench.command import Progress
+
+    s = stream()
+    progress = Progress(2, s, verb="timing")
+    progress.start(0, Case("R1", "rmsnorm", (), 0))
+    row = {"id": "R1", "systems": {"eager": {"median_ms": 0.0123, "reps": 100}, "irforge": {"status": "wrong"}}}
+    progress.done(row, [row])
+    progress.close()
+    text = s.getvalue()
+    assert "R1: eager 12.3 us [100 runs] | irforge wrong" in text
+    if stream is io.StringIO:  # plain lines: the count and the times on each
+        assert text.startswith("[1/2] R1: ") and "elapsed, ETA" in text
+    else:  # rich's bar
+        assert "1/2" in text and "ETA" in text

@@ -136,3 +136,11 @@ def test_error_lines_name_files_relative_to_the_checkout():
     here = irforge.__file__
     line = harness.first_line(ValueError(f"in {here}: bad"))
     assert line == "ValueError: in irforge/__init__.py: bad"
+
+
+def test_a_bug_in_a_system_is_an_error_row_not_the_end_of_the_run():
+    odd = System("odd", lambda case, program: lambda x: None)  # returns no tensor: the check itself fails
+    rows = run_suite([small_case("a"), small_case("b")], [harness.eager(), odd], FakeTimer({"eager": [1.0]}), CPU)
+    assert [r["id"] for r in rows] == ["a", "b"]
+    assert all(r["systems"]["odd"]["status"] == "error" for r in rows)
+    assert rows[0]["systems"]["odd"]["detail"].startswith("AttributeError:")

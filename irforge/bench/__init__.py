@@ -7,3 +7,4 @@ This module imports nothing heavy: the CLI reads `SUITES` to build its arguments
 
 SUITES = {"seed84": "irforge.bench.seed84", "llm": "irforge.bench.llm"}
 COMPILE_MODE = "max-autotune-no-cudagraphs"  # torch.compile as the method times it
+DEFAULT_PIPELINE = "torch-to-cuda"  # irforge's whole lowering, captured torch IR to cuda

@@ -20,7 +20,7 @@ EXIT_DEVICE_FAILED = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from . import COMPILE_MODE, SUITES
+    from . import COMPILE_MODE, DEFAULT_PIPELINE, SUITES
 
     p.add_argument("--suite", choices=list(SUITES), help="the suite to run, list or compile")
     p.add_argument("--cases", metavar="GLOB[,GLOB]", help="only the cases whose id matches (e.g. 'matmul.*,R?')")
@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="eager,compile,irforge",
         help="comma-separated: eager (the reference, always run), compile (torch.compile), irforge",
     )
-    p.add_argument("--pipeline", default="torch-to-cuda", help="irforge's pipeline from captured torch IR to cuda")
+    p.add_argument("--pipeline", default=DEFAULT_PIPELINE, help="irforge's pipeline, captured torch IR to cuda")
     p.add_argument(
         "--variant",
         action="append",
@@ -72,7 +72,7 @@ def run(args, out, err) -> int:
     if args.merge:
         return _merge(args, out, err)
     if not args.suite:
-        raise error("irforge bench: say which suite with --suite (seed84 or llm)")
+        raise error("say which suite with --suite (seed84 or llm)")
     from .case import select, suite
 
     cases = select(suite(args.suite), args.cases)
@@ -80,6 +80,8 @@ def run(args, out, err) -> int:
         _list(cases, out)
         return 0
     systems = _systems(args)
+    if args.reps < 1 or args.min_reps < 1 or args.warmup < 0 or args.max_seconds_per_case <= 0:
+        raise error("--reps and --min-reps take a count of at least 1, --max-seconds-per-case a positive time")
     if args.compile_only:
         return _compile_only(args, cases, systems, out, err)
     from irforge.runtime import has_gpu
@@ -142,6 +144,8 @@ def _list(cases, out) -> None:
 
 # ---- compile only ----------------------------------------------------------------------------------------------
 def _compile_only(args, cases, systems, out, err) -> int:
+    from dataclasses import replace
+
     from irforge.diagnostics import error
     from irforge.target import target, use_target
 
@@ -154,8 +158,6 @@ def _compile_only(args, cases, systems, out, err) -> int:
         raise error("--compile-only compiles irforge's programs: keep irforge (or a --variant) in --systems")
     cache = CompileCache(args.cache)
     cache.use_for_cubins()
-    from dataclasses import replace
-
     progress = Progress(len(cases), err, verb="compiling")
     t0 = time.perf_counter()
     failed = []
@@ -270,7 +272,7 @@ def _run(args, cases, systems, out, err) -> int:
 
 def bench_one(case, irforge, reps: int, out, err) -> None:
     """`irforge run --bench`: one case, timed as a suite's are, against eager and torch.compile; prints its table."""
-    from . import COMPILE_MODE, report
+    from . import COMPILE_MODE, DEFAULT_PIPELINE, report
     from .harness import CudaTimer, Settings, eager, run_suite, torch_compile
 
     systems = [eager(), torch_compile(), irforge]
@@ -278,7 +280,7 @@ def bench_one(case, irforge, reps: int, out, err) -> None:
     timer = CudaTimer()
     ceilings, env = _measuring(timer, err)
     rows = run_suite([case], systems, timer, settings, log=lambda line: err.write(line + "\n"))
-    names = {"eager": None, "torch.compile": None, "irforge": "torch-to-cuda"}
+    names = {"eager": None, "torch.compile": None, "irforge": DEFAULT_PIPELINE}
     record = _settings_record(names, settings, timer, COMPILE_MODE, case.id)
     out.write(report.markdown(report.new_report("program", env, record, ceilings, rows)))
 
@@ -291,11 +293,7 @@ def _resumed(suite: str, out_dir: Path, systems: list[str]) -> dict | None:
     if not path.exists():
         return None
     previous = report.load(path)
-    previous["rows"] = [
-        r
-        for r in previous["rows"]
-        if set(systems) <= set(r["systems"]) and all(e.get("status") != "not run" for e in r["systems"].values())
-    ]
+    previous["rows"] = [r for r in previous["rows"] if set(systems) <= set(r["systems"]) and report.complete(r)]
     return previous
 
 

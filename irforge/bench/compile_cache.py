@@ -22,18 +22,18 @@ import importlib
 import json
 import os
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from irforge.diagnostics import error
+from irforge.diagnostics import IRForgeError, error
 
 from .case import DTYPE_NAMES, Case
 from .harness import CaseError, System, first_line
 
-DEFAULT_PIPELINE = "torch-to-cuda"
 _PACKAGES = ("irforge", "irforge.dialects", "irforge.passes", "irforge.pipelines")
 _SOURCES = (".py", ".lark", ".pipeline", ".cuh")
 # The bench's measurement and reporting code: changing how results are timed or printed keeps compiled programs.
@@ -61,6 +61,7 @@ class Compiled:
     text: str | None = None  # the cuda-level program
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # params that are not the module's weights
     error: str | None = None
+    trace: str | None = None  # where an internal error (not a refusal with a message) came from
     seconds: float = 0.0
     kernels: int = 0
 
@@ -91,7 +92,8 @@ def compile_case(case: Case, pipeline: str, arch: str) -> Compiled:
         constants = {k: v for k, v in params_in_use(captured.module, captured.params).items() if k not in weights}
         text = print_module(captured.module)
     except Exception as e:  # a case the compiler cannot take is a result (an error row), not the end of the run
-        return Compiled(error=first_line(e), seconds=time.perf_counter() - t0)
+        trace = None if isinstance(e, IRForgeError) else traceback.format_exc(limit=-6)
+        return Compiled(error=first_line(e), trace=trace, seconds=time.perf_counter() - t0)
     return Compiled(text, constants, seconds=time.perf_counter() - t0, kernels=len(kernels))
 
 
@@ -130,6 +132,7 @@ class CompileCache:
             "key": self.key(case, pipeline, arch),
             "status": "error" if c.error else "ok",
             "error": c.error,
+            "traceback": c.trace,
             "compile_seconds": round(c.seconds, 3),
             "kernels": c.kernels,
         }

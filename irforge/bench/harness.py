@@ -239,7 +239,7 @@ def run_case(case: Case, systems: list[System], timer: Timer, s: Settings, log=l
         entry = entries[sys_.name] = {}
         t0 = time.perf_counter()
         try:
-            fn = program if sys_.name == "eager" else sys_.build(case, program)
+            fn = sys_.build(case, program)
             out = fn(*inputs)  # compiles and loads what the system needs
             _sync(s.device)
         except Exception as e:
@@ -249,7 +249,7 @@ def run_case(case: Case, systems: list[System], timer: Timer, s: Settings, log=l
                 raise ContextLost(f"{case.id}: {sys_.name}: {first_line(e)}") from e
             continue
         entry["build_s"] = time.perf_counter() - t0
-        if sys_.name != "eager":
+        if sys_.name != "eager":  # eager is the reference
             ok, err, why = compare(out, ref, case.tol)
             entry["rel_error"] = err
             if not ok:
@@ -292,6 +292,10 @@ def _time(fns: dict, timer: Timer, s: Settings) -> dict[str, list[float]]:
 
 
 def case_row(case: Case) -> dict:
+    try:
+        nbytes = case.bytes
+    except Exception:  # the case itself fails (its row says how): its bytes are unknown
+        nbytes = None
     return {
         "id": case.id,
         "family": case.family,
@@ -299,16 +303,17 @@ def case_row(case: Case) -> dict:
         "shapes": case.shapes(),
         "dtype": DTYPE_NAMES[case.dtype],
         "note": case.note,
-        "bytes": case.bytes,
+        "bytes": nbytes,
         "flops": case.flops,
         "tolerance": case.tol,
         "systems": {},
     }
 
 
-def not_run_row(case: Case, systems: list[System], why: str) -> dict:
+def status_row(case: Case, systems: list[System], status: str, why: str) -> dict:
+    """A row where every system has the same status (an error, "not run")."""
     row = case_row(case)
-    row["systems"] = {s.name: {"status": "not run", "detail": why} for s in systems}
+    row["systems"] = {s.name: {"status": status, "detail": why} for s in systems}
     return row
 
 
@@ -352,14 +357,15 @@ def run_suite(cases: list[Case], systems: list[System], timer: Timer, s: Setting
             try:
                 row = run_case(case, systems, timer, s, log)
             except ContextLost as e:
-                row = case_row(case)
-                row["systems"] = {sys_.name: {"status": "error", "detail": f"device failed: {e}"} for sys_ in systems}
-                rows.append(row)
+                row = status_row(case, systems, "error", f"device failed: {e}")
                 why = f"the device failed at {case.id} and cannot run more in this process"
-                rows += [not_run_row(c, systems, why) for c in cases[i + 1 :]]
+                rows += [row, *(status_row(c, systems, "not run", why) for c in cases[i + 1 :])]
                 if progress:
                     progress.done(row, rows)
                 break
+            except Exception as e:  # a bug in a case or a system: that row says so, the run goes on
+                log(f"{case.id}: {traceback.format_exc()}")
+                row = status_row(case, systems, "error", first_line(e))
             finally:
                 if torch.device(s.device).type == "cuda" and device_alive(s.device):
                     torch.cuda.empty_cache()

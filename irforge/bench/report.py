@@ -272,7 +272,8 @@ def markdown(report: dict) -> str:
 
 
 # ---- merge and compare -----------------------------------------------------------------------------------------
-def _complete(row: dict) -> bool:
+def complete(row: dict) -> bool:
+    """Whether every system of the row ran (none is \"not run\")."""
     return all(e.get("status") != "not run" for e in row["systems"].values())
 
 
@@ -291,8 +292,8 @@ def merge(reports: list[dict], order: list[str] | None = None) -> tuple[dict, li
         for row in rep["rows"]:
             row = dict(row, run=row.get("run", 0) + offset)
             old = by_id.get(row["id"])
-            if old is not None and _complete(old):
-                if not _complete(row):
+            if old is not None and complete(old):
+                if not complete(row):
                     continue
                 notes.append(f"{row['id']}: measured in more than one run; keeping the later one")
             by_id[row["id"]] = row
