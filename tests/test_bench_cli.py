@@ -230,3 +230,39 @@ def test_progress_shows_case_count_and_eta(stream):
         assert text.startswith("[1/2] R1: ") and "elapsed, ETA" in text
     else:  # rich's bar
         assert "1/2" in text and "ETA" in text
+
+
+def test_the_irforge_system_binds_a_layer_s_weights_by_name(tmp_path, monkeypatch):
+    """A decoder-layer case compiled ahead (weights not stored) gets every param the program reads from the
+    module made on the run's device: the capture's names are the module's."""
+    pytest.importorskip("transformers")
+    from dataclasses import replace
+
+    import irforge.runtime
+    import irforge.runtime.nvrtc as nvrtc
+    from irforge.bench import models
+
+    tiny = replace(models.TINYLLAMA, hidden=64, intermediate=128, heads=4, kv_heads=2, head_dim=16)
+    inputs = (
+        Input("hidden", (1, 8, 64), torch.bfloat16),
+        Input("cos", (1, 8, 16), torch.bfloat16),
+        Input("sin", (1, 8, 16), torch.bfloat16),
+    )
+    case = Case("t.layer", "decoder_layer", inputs, 0, module=lambda: models.decoder_layer(tiny).to(torch.bfloat16))
+    cache = CompileCache(tmp_path)
+    compiled = compile_case(case, "torch-to-cuda", "sm_90a")
+    assert compiled.error is None and compiled.constants == {}
+    cache.store(case, "torch-to-cuda", "sm_90a", compiled)
+    bound = {}
+
+    class FakeExecutor:
+        def __init__(self, module, params):
+            bound.update(params)
+
+    monkeypatch.setattr(irforge.runtime, "Executor", FakeExecutor)
+    monkeypatch.setattr(nvrtc, "default_arch", lambda: "sm_90a")
+    program = case.program("cpu")
+    irforge_system("irforge", "torch-to-cuda", cache).build(case, program)
+    weights = dict(program.named_parameters())
+    assert cache.hits == 1 and set(bound) == set(weights) and len(bound) == 9
+    assert all(bound[k] is weights[k] for k in bound)
