@@ -62,17 +62,12 @@ def bench_case(tp, prog, name: str = "program"):
     import copy
 
     from .bench.case import Case, Input
-    from .bench.harness import System
+    from .bench.harness import System, executor_fn
 
     inputs = tuple(
         Input(n, tuple(t.shape), t.dtype, lambda gen, device, t=t: t.to(device))
         for n, t in zip(tp.input_names, tp.inputs)
     )
     case = Case(name, "program", inputs, flops=0, module=lambda: copy.deepcopy(tp.model))
-    exe = executor(prog)
-
-    def run(*xs):
-        outs = exe(*xs)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
+    run = executor_fn(executor(prog))
     return case, System("irforge", lambda case, program: run)

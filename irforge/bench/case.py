@@ -15,7 +15,7 @@ import importlib.util
 import math
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import torch
@@ -66,7 +66,6 @@ class Case:
     requires: str | None = None  # an optional package the case needs
     tolerance: float | None = None  # ||out - eager|| / ||eager||; None: by dtype (f32 1e-4, halves 2e-2)
     note: str = ""
-    meta: dict = field(default_factory=dict)  # what --list shows beside the shapes (the model, cache length)
 
     @property
     def seed(self) -> int:

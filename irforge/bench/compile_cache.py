@@ -32,7 +32,7 @@ import torch
 from irforge.diagnostics import IRForgeError, error
 
 from .case import DTYPE_NAMES, Case
-from .harness import CaseError, System, first_line
+from .harness import CaseError, System, executor_fn, first_line
 
 _PACKAGES = ("irforge", "irforge.dialects", "irforge.passes", "irforge.pipelines")
 _SOURCES = (".py", ".lark", ".pipeline", ".cuh")
@@ -159,10 +159,11 @@ class CompileCache:
         return Compiled(base.with_suffix(".ir").read_text(), constants, kernels=entry["kernels"])
 
 
-def irforge_system(name: str, pipeline: str, cache: CompileCache | None, log=lambda msg: None) -> System:
+def irforge_system(name: str, pipeline: str, cache: CompileCache | None) -> System:
     """The system that runs a case through irforge: from the cache when it has the case, else compiled here."""
 
     def build(case: Case, program: torch.nn.Module):
+        from irforge.compiler import params_in_use
         from irforge.parser import parse_module
         from irforge.runtime import Executor
         from irforge.runtime.nvrtc import default_arch
@@ -176,19 +177,7 @@ def irforge_system(name: str, pipeline: str, cache: CompileCache | None, log=lam
         if compiled.error:
             raise CaseError(compiled.error)
         module = parse_module(compiled.text)
-        weights = dict([*program.named_parameters(), *program.named_buffers()])
-        exe = Executor(
-            module, params={**compiled.constants, **{k: v for k, v in weights.items() if k in _params(module)}}
-        )
-
-        def run(*inputs):
-            outs = exe(*inputs)
-            return outs[0] if len(outs) == 1 else tuple(outs)
-
-        return run
+        weights = params_in_use(module, dict([*program.named_parameters(), *program.named_buffers()]))
+        return executor_fn(Executor(module, params={**compiled.constants, **weights}))
 
     return System(name, build)
-
-
-def _params(module) -> set[str]:
-    return {op.attributes["sym"].name for op in module.walk() if op.name.endswith(".param")}

@@ -49,6 +49,16 @@ def torch_compile(mode: str = COMPILE_MODE) -> System:
     return System("torch.compile", build)
 
 
+def executor_fn(exe) -> Callable:
+    """An irforge `Executor` as a system's callable: its outputs as eager returns them (a tensor, or a tuple)."""
+
+    def run(*inputs):
+        outs = exe(*inputs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return run
+
+
 # ---- timing ----------------------------------------------------------------------------------------------------
 class Timer:
     """Times calls in interleaved rounds. Subclasses say how one call is timed (`_record`) and when the times

@@ -91,9 +91,9 @@ def cases() -> list[Case]:
     out = []
     for cid, (m, shape) in RMSNORM.items():
         eps = m.rms_eps if m else R7_EPS
-        out.append(_op_case(ops.RMS_NORM(eps), cid, m, _x("x", shape), _x("w", shape[-1:])))
+        out.append(_op_case(ops.rmsnorm_op(eps), cid, m, _x("x", shape), _x("w", shape[-1:])))
     for cid, (m, shape) in ADD_RMSNORM.items():
-        out.append(_op_case(ops.ADD_RMS_NORM(m.rms_eps), cid, m, _x("x", shape), _x("r", shape), _x("w", shape[-1:])))
+        out.append(_op_case(ops.add_rmsnorm_op(m.rms_eps), cid, m, _x("x", shape), _x("r", shape), _x("w", shape[-1:])))
     for cid, (m, tokens) in ROPE.items():
         pos = torch.arange(tokens)
         q, k = _x("q", (tokens, m.heads, m.head_dim)), _x("k", (tokens, m.kv_heads, m.head_dim))

@@ -11,7 +11,6 @@ import torch
 @dataclass(frozen=True)
 class LLM:
     key: str  # the short name in case ids: TL, QW
-    name: str
     hidden: int
     intermediate: int
     heads: int
@@ -31,17 +30,9 @@ class LLM:
         return self.heads * self.head_dim
 
 
-TINYLLAMA = LLM("TL", "TinyLlama-1.1B", 2048, 5632, 32, 4, 64, 32000, 1e-5, 1e4, "llama")
-QWEN = LLM("QW", "Qwen2.5-7B", 3584, 18944, 28, 4, 128, 152064, 1e-6, 1e6, "qwen2")
-MODELS = {m.key: m for m in (TINYLLAMA, QWEN)}
-
-
-def has_transformers() -> bool:
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+TINYLLAMA = LLM("TL", 2048, 5632, 32, 4, 64, 32000, 1e-5, 1e4, "llama")
+QWEN = LLM("QW", 3584, 18944, 28, 4, 128, 152064, 1e-6, 1e6, "qwen2")
+MODELS = {m.key: m for m in (TINYLLAMA, QWEN)}  # TinyLlama-1.1B and Qwen2.5-7B
 
 
 def hf_config(m: LLM):

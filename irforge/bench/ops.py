@@ -124,9 +124,9 @@ SDPA_DECODE = Op("sdpa", sdpa, lambda q, k, v: attention_flops(q, k, causal=Fals
 NAIVE_ATTENTION = Op("naive_attn", naive_attention, lambda q, k, v: attention_flops(q, k, causal=True))
 
 
-def RMS_NORM(eps: float) -> Op:
+def rmsnorm_op(eps: float) -> Op:
     return Op("rmsnorm", rms_norm(eps))
 
 
-def ADD_RMS_NORM(eps: float) -> Op:
+def add_rmsnorm_op(eps: float) -> Op:
     return Op("add_rmsnorm", add_rms_norm(eps))

@@ -50,7 +50,7 @@ def cases() -> list[Case]:
             tag = f"{m.key}.s{s}"
             for proj, (k, n) in _projections(m).items():
                 out.append(_case(ops.MATMUL, f"matmul.{m.key}.{proj}.s{s}", m, ("x", (1, s, k)), ("w", (k, n))))
-            out.append(_case(ops.RMS_NORM(m.rms_eps), f"rmsnorm.{tag}", m, ("x", (1, s, hidden)), ("w", (hidden,))))
+            out.append(_case(ops.rmsnorm_op(m.rms_eps), f"rmsnorm.{tag}", m, ("x", (1, s, hidden)), ("w", (hidden,))))
             out.append(_case(ops.SOFTMAX, f"softmax.{tag}", m, ("x", (1, m.heads, s, s))))
             out.append(_case(ops.SILU_MUL, f"silu_mul.{tag}", m, ("g", (1, s, inter)), ("u", (1, s, inter))))
             q, kv = (1, m.heads, s, d), (1, m.kv_heads, s, d)
