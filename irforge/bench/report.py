@@ -16,6 +16,7 @@ from pathlib import Path
 from irforge.diagnostics import error
 
 SCHEMA = "irforge-bench/1"
+METHOD_REPS = 100  # runs per median the method asks for; rows with fewer are marked
 BASES = ("eager", "torch.compile")
 # worst first: failures, then timed rows by ratio, then rows that say nothing about irforge
 _RANK = {"wrong": 0, "error": 1, "ok": 2, "not run": 3, "skipped": 4}
@@ -164,13 +165,13 @@ def _ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}x" if x < 0.1 else f"{x:.2f}x"
 
 
-def _time_cell(row: dict, e: dict, reps: int) -> str:
+def _time_cell(row: dict, e: dict) -> str:
     if "median_ms" not in e:
         detail = f": {e['detail']}" if e.get("detail") else ""
         return f"**{e.get('status', '-')}**{detail}".replace("|", "\\|")
     pct = pct_of_bound(row, e)
     cell = f"{e['median_ms'] * 1e3:.1f}" + (f" ({pct:.0f}%)" if pct is not None else "")
-    return cell + (f" [{e['reps']} runs]" if e["reps"] < reps else "")
+    return cell + (f" [{e['reps']} runs]" if e["reps"] < METHOD_REPS else "")
 
 
 def header_lines(report: dict) -> list[str]:
@@ -190,8 +191,8 @@ def header_lines(report: dict) -> list[str]:
         left_out = ", ".join(st.get("left_out", [])) or "nothing"
         out.append(
             f"  - systems: {', '.join(st['systems'])}; left out: {left_out}; {st['timing']}; "
-            f"median of {st['reps']} runs per system unless marked [n runs] (a case's runs share a "
-            f"{st['max_seconds_per_case']:g} s budget)"
+            f"median of up to {st['reps']} runs per system, within a {st['max_seconds_per_case']:g} s budget per "
+            f"case; [n runs] marks fewer than the {METHOD_REPS} the method asks for"
         )
     return out
 
@@ -242,7 +243,6 @@ def markdown(report: dict) -> str:
     finish(report)
     systems = systems_of(report)
     ratios = [(s, b) for b in BASES for s in systems if s != b and b in systems and s not in BASES]
-    reps = max(run["settings"]["reps"] for run in report["runs"])
     lines = [f"# irforge bench: suite `{report['suite']}`", "", *header_lines(report), "", "## Summary", ""]
     lines += summary_lines(report)
     head = ["case", "shapes", "MB", "GFLOP", "floor µs", *[f"{s} µs (% of bound)" for s in systems]]
@@ -265,7 +265,7 @@ def markdown(report: dict) -> str:
             _num(r["flops"], 1e9) if r.get("flops") else "-",
             f"{r['floor_us']:.1f}" if r.get("floor_us") else "-",
         ]
-        cells += [_time_cell(r, r["systems"].get(s, {}), reps) for s in systems]
+        cells += [_time_cell(r, r["systems"].get(s, {})) for s in systems]
         cells += [_ratio(r["systems"].get(s, {}).get(f"speedup_vs_{b}")) for s, b in ratios]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
