@@ -32,20 +32,23 @@ SHAPES = {
 }
 
 LOOP_TO_TILE = (
-    "map-to-tile,tile-cooperative-reduce,tile-blockify{opts_b},tile-register-tile{opts_r},tile-chunk-reduce{opts_c},"
-    "tile-vectorize,tile-stage-inputs,tile-multi-buffer{opts_m},tile-async-copy,tile-pipeline"
+    "map-to-tile,tile-cooperative-reduce,tile-blockify{opts_b},tile-register-tile{opts_r},tile-permute-lanes{opts_p},"
+    "tile-chunk-reduce{opts_c},tile-split-reduce{opts_s},tile-vectorize,tile-stage-inputs,tile-multi-buffer{opts_m},"
+    "tile-async-copy,tile-pipeline"
 )
 
 
-def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0) -> str:
+def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, splits=0, rows=0, group_bytes=0) -> str:
     def opts(**kw):
-        kv = " ".join(f"{k}={v}" for k, v in kw.items() if v)
+        kv = " ".join(f"{k.replace('_', '-')}={v}" for k, v in kw.items() if v)
         return "{" + kv + "}" if kv else ""
 
     return LOOP_TO_TILE.format(
         opts_b=opts(bm=bm, bn=bn, threads=threads),
         opts_r=opts(tm=tm, tn=tn),
+        opts_p=opts(rows=rows, group_bytes=group_bytes),
         opts_c=opts(bk=bk),
+        opts_s=opts(splits=splits),
         opts_m=opts(stages=stages),
     )
 
@@ -53,14 +56,19 @@ def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0) -> str:
 VARIANTS = {
     "default": variant(),
     "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8),
-    "128x64.t128": variant(bm=128, bn=64, threads=128, tm=8, tn=8),
     "64x128.t128": variant(bm=64, bn=128, threads=128, tm=8, tn=8),
+    "64x128.t256": variant(bm=64, bn=128, threads=256, tm=4, tn=8),
     "64x64.t64": variant(bm=64, bn=64, threads=64, tm=8, tn=8),
     "64x64.t128": variant(bm=64, bn=64, threads=128, tm=4, tn=8),
     "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16),
     "64x128.s4": variant(bm=64, bn=128, threads=128, tm=8, tn=8, stages=4),
     "128x128.bk16": variant(bm=128, bn=128, threads=256, tm=8, tn=8, bk=16),
+    "64x128.nolayout": variant(bm=64, bn=128, threads=128, tm=8, tn=8, rows=1, group_bytes=4),
+    "64x128.rows8": variant(bm=64, bn=128, threads=128, tm=8, tn=8, rows=8),
+    "64x128.split2": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=2),
     "32x64.t32": variant(bm=32, bn=64, threads=32, tm=8, tn=8),
+    "32x128.t64.split8": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=8),
+    "64x64.t64.split4": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4),
 }
 
 

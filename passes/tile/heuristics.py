@@ -37,6 +37,8 @@ L2_BYTES_PER_CLOCK = 24  # L2 -> multiprocessor bandwidth per multiprocessor and
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 32
 RING = 3
+RASTER_THREADS = False  # see warp_rows
+MIN_SHARE = 16  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
 
@@ -129,6 +131,23 @@ class Heuristic:
                 break
         return tm, tn
 
+    def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
+        """Register tiles a warp spans down the rows of a contraction's output tile (1: the threads' natural
+        row-major order). Grouping R x 32 / R tiles reads fewer distinct operand elements per step (R * TM of A,
+        32 / R * TN of B), but A's rows are K_CHUNK_BYTES apart in shared memory, so R rows of it TM apart fall in
+        one bank group: measured slower on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep2: 0.44x
+        of cuBLAS with R = 4 against 0.64x without), so it stays 1 until the rows are swizzled apart."""
+        if not RASTER_THREADS:
+            return 1
+        widths = loop.vector_shape
+        if len(widths) < 2:
+            return 1
+        tm, tn = widths[-2], widths[-1]
+        grid = loop.layout.work_grid
+        warp = target().warp_size
+        options = [r for r in (1, 2, 4, 8, 16, 32) if grid[-2] % r == 0 and r <= grid[-2] and warp // r <= grid[-1]]
+        return min(options, key=lambda r: (r * tm + warp // r * tn, r), default=1)
+
     def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
         each row at a time."""
@@ -142,9 +161,32 @@ class Heuristic:
             chunk //= 2
         return chunk if chunk < k else 1
 
+    def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Blocks sharing one reduction, for kernels whose blocks fill less than half the multiprocessors: enough
+        that they fill them once, each share at least MIN_SHARE trips (a contraction's, whose chunks are staged: the
+        pipeline needs trips to fill)."""
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            return 1
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        sms = target().sm_count
+        trips = reduce.extents[0]
+        best = 1
+        if 2 * blocks >= sms:
+            return 1
+        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
+            if blocks * best >= sms or trips % s or trips // s < MIN_SHARE:
+                break
+            best = s
+        return best
+
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
         return RING
+
+
+def _holds_contraction(reduce: T.ReduceOp) -> bool:
+    """A chunked contraction: the reduction whose trips hold the contraction's chunks."""
+    return any(contraction_of(r) is not None for r in reduce.walk() if isinstance(r, T.ReduceOp) and r is not reduce)
 
 
 _CURRENT = Heuristic()
