@@ -50,6 +50,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return None
     if not op.box:
         return "stages a rank-0 buffer; load it directly"
+    for lp in T.enclosing_loops(op):
+        if any(a in T.THREAD_AXES for a in lp.bind) and set(op.indices) & vectors.depends(lp, lp.ivs):
+            return (
+                f"stages a box that moves with the block's threads (its subscript uses the index of a loop "
+                f"distributed over {', '.join(lp.bind)}); the block's threads copy one box together"
+            )
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
@@ -120,20 +126,22 @@ def _access(m, op) -> Access:
 def _vector_width(m, a: Access) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
-    group's length."""
+    group's length. In shared memory a vector stays within a row: a run along a dimension the box's trailing
+    dimensions of size 1 follow (a box [16, 8, 1] read along its 8) moves element by element."""
     known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in m.lanes}
     d = K.run_dim(a.shape, a.strides)
     if d is None:
         return None
     nbytes = element_bytes(a.dtype)
     run = a.shape[d]
+    row = a.mem.type.shape[-1] if isinstance(a.mem.type, SmemType) else run
     w = run
     while w > 1:
         size = w * nbytes
         legal = (size <= 16 and size & (size - 1) == 0) or size % 16 == 0
         align = min(size, 16) // nbytes
         aligned = multiple_of(a.offset, align, known) and all(s % align == 0 for k, s in enumerate(a.strides) if k != d)
-        if legal and aligned and run % w == 0:
+        if legal and aligned and run % w == 0 and row % w == 0:
             break
         w //= 2
     return None if w == run else w
