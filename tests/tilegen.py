@@ -1,7 +1,7 @@
 """Hypothesis strategies for the tile level: random loop programs with random schedules.
 
 `loop_programs()` draws loop-level programs (random loop nests from `loopgen`, and random tensor programs, online
-softmaxes and sibling reductions lowered with `tensor-to-loop`). `schedules()` draws a sequence of tile passes, in
+softmaxes, sibling reductions and contractions with prologues and epilogues lowered with `tensor-to-loop`). `schedules()` draws a sequence of tile passes, in
 any order and with any options, to run after `map-to-tile`: the passes must compose in every order. `schedule()`
 runs one, and reports a pass's refusal (its `check`) instead of a result.
 """
@@ -21,11 +21,20 @@ from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
 
+# The schedule passes of `loop-to-tile` in its order, each with option values to draw from (from its domain).
 SCHEDULE_OPTIONS = {
     "tile-cooperative-reduce": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=64}"],
-    "tile-blockify": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}"],
+    "tile-blockify": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}", "{bm=4 bn=4 threads=4}",
+                      "{bm=2 bn=8 threads=8}", "{bm=8 bn=2 threads=2}", "{bm=16 bn=16 threads=64}"],  # fmt: skip
+    "tile-register-tile": ["", "{tm=1 tn=1}", "{tm=2 tn=2}", "{tm=4 tn=1}", "{tm=1 tn=4}", "{tm=8 tn=8}"],
+    "tile-permute-lanes": ["", "{rows=1 group-bytes=4}", "{rows=2}", "{group-bytes=8}"],
+    "tile-chunk-reduce": ["", "{bk=1}", "{bk=2}", "{bk=4}", "{bk=8}"],
+    "tile-split-reduce": ["", "{splits=1}", "{splits=2}", "{splits=4}"],
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
+    "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
+    "tile-async-copy": [""],
+    "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
 }
 
 
@@ -37,6 +46,7 @@ def loop_programs(draw):
             tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
+            loopgen.contraction_programs(),
         )
     )
     if module_level(module) == "tensor":
@@ -53,9 +63,13 @@ def runs_somewhere(module) -> bool:
 
 @st.composite
 def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
-    """Some of the schedule passes, in any order, each with options from its domain."""
+    """Some of the schedule passes, in any order (half the time in the pipeline's, where each pass finds what the
+    ones before it made), each with options from its domain."""
     chosen = draw(st.lists(st.sampled_from(passes), unique=True, max_size=len(passes)))
-    order = draw(st.permutations(chosen)) if chosen else []
+    if draw(st.booleans()):
+        order = sorted(chosen, key=list(SCHEDULE_OPTIONS).index)
+    else:
+        order = draw(st.permutations(chosen)) if chosen else []
     return [name + draw(st.sampled_from(SCHEDULE_OPTIONS[name])) for name in order]
 
 
