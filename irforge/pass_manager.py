@@ -28,7 +28,6 @@ import typing
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .attributes import DictAttr
 from .diagnostics import IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
@@ -336,16 +335,11 @@ class PassManager:
     def _run_one(self, sp: ScheduledPass, module: Operation) -> None:
         p = sp.pass_
         targets = anchored_ops(module, sp.path) if sp.path else [module]
+        from .pipeline import tune_overrides
+
         for op in targets:
-            tune = op.attributes.get("tune")
-            overrides = tune.get(p.name) if isinstance(tune, DictAttr) else None
-            inst = p
-            if overrides:
-                try:
-                    inst = p.with_options(overrides)
-                except ValueError as e:
-                    raise op.error(f"has a bad 'tune' override for pass '{p.name}': {e}") from None
-            inst.run(op)
+            overrides = tune_overrides(op).get(p.name)
+            (p.with_options(overrides) if overrides else p).run(op)
 
 
 class Timer:

@@ -194,11 +194,35 @@ def test_pipeline_checked_before_any_pass_runs(tmp_path):
     assert not tree.exists()
 
 
-def test_bad_tune_override_is_located_at_the_op():
-    text = 'test.loop %i in 0..4 attributes {tune = {test-loop-hint = {factor = "x"}}} {\n}\n'
-    rc, _out, err = run_opt(["-", "-p", "test-loop-hint"], text)
+# A `tune` attribute is checked like pipeline options, whether or not the pipeline runs the passes it names.
+BAD_TUNES = [
+    (
+        "typo-in-pass",
+        "{test-loop-hnit = {factor = 2}}",
+        "unknown pass 'test-loop-hnit'; did you mean 'test-loop-hint'?",
+    ),
+    ("typo-in-option", "{test-loop-hint = {facter = 2}}", "has no option 'facter'; did you mean 'factor'?"),
+    ("ill-typed-value", '{test-loop-hint = {factor = "x"}}', "bad value for option 'factor' of pass 'test-loop-hint'"),
+    ("value-outside-domain", "{test-options = {threads = 100}}", "100 is outside its domain 32..1024 pow2"),
+    ("not-a-dictionary", "[1, 2]", "attribute 'tune' must be a dictionary"),
+    ("options-not-a-dictionary", "{test-loop-hint = 4}", "pass 'test-loop-hint' takes a dictionary of options, not 4"),
+]
+
+
+@pytest.mark.parametrize("pipeline", ["test-loop-hint", ""])
+@pytest.mark.parametrize(("tune", "fragment"), [c[1:] for c in BAD_TUNES], ids=[c[0] for c in BAD_TUNES])
+def test_bad_tune_attribute_is_located_at_the_op(tune, fragment, pipeline):
+    text = f"test.loop %i in 0..4 attributes {{tune = {tune}}} {{\n}}\n"
+    rc, _out, err = run_opt(["-", "-p", pipeline], text)
     assert rc == 1
-    assert_one_located_error(err, "<stdin>", text, 1, 1, "bad 'tune' override for pass 'test-loop-hint'")
+    assert_one_located_error(err, "<stdin>", text, 1, 1, fragment)
+
+
+def test_good_tune_attribute_overrides_the_option():
+    text = "test.loop %i in 0..4 attributes {tune = {test-loop-hint = {factor = 3}}} {\n}\n"
+    rc, out, err = run_opt(["-", "-p", "test-loop-hint{factor=2}"], text)
+    assert rc == 0, err
+    assert "hint = 3" in out
 
 
 def test_failing_pass_is_located_at_the_op():
