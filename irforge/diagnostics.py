@@ -1,7 +1,8 @@
 """Diagnostics: located messages, the project's one error type, and rendering with the source line and a caret.
 
 Every user mistake (bad IR, unknown pass, bad option, unsupported torch op) raises `IRForgeError`, which the tools
-print as `file:line:col: error: message`, the offending source line and a caret, then exit 1. Sources are registered
+print as `file:line:col: error: message`, the offending source line and a caret, then exit 1. A bug in irforge
+itself surfaces as `InternalError` (exit 2), with a reproducer written for it. Sources are registered
 with `register_source` when they are read, so any later diagnostic that points into them can show its line.
 """
 
@@ -78,3 +79,14 @@ class IRForgeError(Exception):
 def error(message: str, loc: Location = UNKNOWN, notes=()) -> IRForgeError:
     """Build (not raise) an error, so call sites read `raise error(...)`."""
     return IRForgeError(message, loc, [Diagnostic("note", m, lc) for m, lc in notes])
+
+
+class InternalError(Exception):
+    """A bug in irforge, not the user's mistake: where it happened, the Python exception, and the reproducer file
+    written for it (set by whoever writes one: the pass manager's `Reproducer`, or the tool)."""
+
+    def __init__(self, where: str, cause: BaseException, reproducer: str | None = None):
+        self.where, self.cause, self.reproducer = where, cause, reproducer
+        text = str(cause).strip()
+        first = text.splitlines()[0] if text else ""
+        super().__init__(f"{where}: {type(cause).__name__}" + (f": {first}" if first else ""))

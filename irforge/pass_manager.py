@@ -21,14 +21,13 @@ Options are typed fields with defaults and, where tunable, a declared domain. A 
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import time
 import typing
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .diagnostics import IRForgeError
+from .diagnostics import InternalError, IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
 from .location import Location
@@ -250,7 +249,7 @@ class Instrumentation:
 
     def after_pass(self, p: Pass, module: Operation) -> None: ...
 
-    def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError) -> None: ...
+    def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError | InternalError) -> None: ...
 
     def after_pipeline(self, module: Operation) -> None: ...
 
@@ -318,17 +317,13 @@ class PassManager:
                 for ins in self.instrumentations:
                     ins.after_failed_pass(p, module, e)
                 raise e if isinstance(e, PassFailure) else PassFailure(p.name, e) from None
-            except Exception as e:  # a bug in the pass, not the user's input: say so, keep the traceback on request
-                if os.environ.get("IRFORGE_TRACEBACK"):
-                    raise
-                err = IRForgeError(
-                    f"internal error in pass '{p.name}': {type(e).__name__}: {e}"
-                    " (set IRFORGE_TRACEBACK=1 for the Python traceback)",
-                    module.loc,
-                )
+            except Exception as e:  # a bug in the pass, not the user's input
+                err = e if isinstance(e, InternalError) else InternalError(f"in pass '{p.name}'", e)
                 for ins in self.instrumentations:
                     ins.after_failed_pass(p, module, err)
-                raise PassFailure(p.name, err) from e
+                if err is e:
+                    raise
+                raise err from e
         for ins in self.instrumentations:
             ins.after_pipeline(module)
 

@@ -46,8 +46,10 @@ def _compile_run(args, out, err) -> int:
     from irforge.compiler import compile_program
     from irforge.printer import print_module
 
+    from .driver import write_output
+
     tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
-    hooks = []
+    hooks = [instrumentation.Reproducer()]  # an internal error in a pass leaves its torch IR and pipeline behind
     if args.verbose == 1:
         hooks.append(instrumentation.PrintPassNames(stream=err))
     elif args.verbose >= 2:
@@ -58,11 +60,7 @@ def _compile_run(args, out, err) -> int:
         raise error("--check runs the level's reference interpreter, and the cuda level has none: use `irforge run`")
     prog = compile_program(tp, args.ir, hooks)
     text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
-    if args.output == "-":
-        out.write(text)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_output(args.output, text, out)
     if not args.check:
         return 0
     from irforge.testing import output_types
@@ -98,7 +96,7 @@ def _run_run(args, out, err) -> int:
     from irforge.runner import bench_setup, check_on_gpu, harness_module
 
     tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
-    hooks = [instrumentation.PrintPassNames(stream=err)] if args.verbose else []
+    hooks = [instrumentation.Reproducer()] + ([instrumentation.PrintPassNames(stream=err)] if args.verbose else [])
     prog = compile_program(tp, "cuda", hooks)
     ok = True
     for i, (_, c) in enumerate(check_on_gpu(prog)):
@@ -131,7 +129,9 @@ COMMANDS = {
 
 
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    from .driver import ArgumentParser
+
+    ap = ArgumentParser(
         prog="irforge",
         description="irforge: a hackable ML compiler from PyTorch to CUDA through six textual IR levels.",
     )
@@ -143,24 +143,12 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None, *, stdout=None, stderr=None) -> int:
+    from .driver import guarded
+
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _arg_parser().parse_args(argv)
-
-    from irforge.diagnostics import IRForgeError
-
-    try:
-        return COMMANDS[args.command].run(args, stdout, stderr)
-    except IRForgeError as e:
-        stderr.write(e.render() + "\n")
-        return 1
-    except OSError as e:
-        stderr.write(f"irforge: error: {e.strerror}: {e.filename}\n")
-        return 1
-    except Exception as e:  # a bug in irforge, not the user's mistake: say so, keep the traceback on request
-        if os.environ.get("IRFORGE_TRACEBACK"):
-            raise
-        stderr.write(f"irforge: internal error: {type(e).__name__}: {e} (set IRFORGE_TRACEBACK=1 for the traceback)\n")
-        return 1
+    return guarded("irforge", argv, lambda: COMMANDS[args.command].run(args, stdout, stderr), stderr)
 
 
 if __name__ == "__main__":
