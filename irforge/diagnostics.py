@@ -33,6 +33,22 @@ def source_line(name: str, line: int) -> str | None:
     return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else None
 
 
+def decode_source(data: bytes, name: str, encoding: str = "utf-8") -> str:
+    """The text of a file's bytes, registered for diagnostics; undecodable bytes are a located error."""
+    from .location import FileLineColLoc
+
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as e:
+        register_source(name, data.decode(encoding, errors="replace"))  # so the message can quote the line
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode(encoding, errors="replace")) + 1
+        loc = FileLineColLoc(name, line, col)
+        raise error(f"input is not {encoding.upper()} text (byte 0x{data[e.start]:02x})", loc) from None
+    register_source(name, text)
+    return text
+
+
 @dataclass
 class Diagnostic:
     severity: str  # "error" | "warning" | "note" | "remark"

@@ -180,3 +180,40 @@ def test_tools_do_not_import_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# ---- odd programs: each is a located error or works; nothing else on stderr ----------------------------------
+def test_file_encoding_is_python_s(tmp_path):
+    latin1 = tmp_path / "latin1.py"
+    body = b"import torch\n# caf\xe9\nmodel = torch.nn.Softmax(-1)\nexample_inputs = torch.randn(2, 4)\n"
+    latin1.write_bytes(body)
+    rc, out, err = run("compile", str(latin1))
+    assert rc == 1 and out == ""
+    assert err.startswith(f"{latin1}:2:6: error: input is not UTF-8 text (byte 0xe9)\n"), err
+    latin1.write_bytes(b"# -*- coding: latin-1 -*-\n" + body)  # PEP 263: as Python reads it
+    rc, out, err = run("compile", str(latin1))
+    assert rc == 0 and "tensor.reduce max" in out, err
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message", "line_col"),
+    [
+        ("import sys; sys.exit(0)\ntorch.randn(3)", "the program exits (sys.exit(0))", (1, 13)),
+        ("torch.linalg.inv(torch.randn(3, 3))", "'aten._linalg_check_errors' has a side effect", (1, 1)),
+        ("x = torch.randn(5); x[:int(x.sum() > 0) + 1]", "depends on the data", (1, 24)),
+    ],
+    ids=["sys-exit", "side-effect", "data-dependent-shape"],
+)
+def test_odd_programs_are_one_located_error(snippet, message, line_col):
+    rc, out, err = run("compile", "-c", snippet)
+    assert rc == 1 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 3, err  # the message, the source line, the caret: no log or graph printed around them
+    assert lines[0].startswith(f"<snippet>:{line_col[0]}:{line_col[1]}: error: ") and message in lines[0], err
+
+
+def test_converted_modules_are_part_of_the_program():
+    rc, out, err = run("compile", "-c", "nn.RMSNorm(64).half()(torch.randn(3, 64).half())", "--check")
+    assert rc == 0, err
+    assert "tensor.param @rms_norm.weight : f16[64]" in out  # converted before capture, so a param of the program
+    assert err.endswith(": ok\n")

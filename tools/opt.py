@@ -247,21 +247,13 @@ def _split(text: str):
 
 
 def _read(path: str) -> str:
-    from irforge.diagnostics import error, register_source
-    from irforge.location import FileLineColLoc
+    from irforge.diagnostics import decode_source, error
 
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return decode_source(f.read(), path)
     except FileNotFoundError:
         raise error(f"cannot open input file '{path}': no such file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
-        line = data.count(b"\n", 0, e.start) + 1
-        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
-        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
 
 
 def _reproducer_pipeline(text: str, name: str) -> str:

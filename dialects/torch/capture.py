@@ -9,6 +9,9 @@ captured constant tensors become `torch.param @name` with their values in the re
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import sys
 import sysconfig
@@ -178,14 +181,20 @@ class Captured:
 def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
     """`torch.export` with every node located, decomposed to core ATen except `KEPT_WHOLE`."""
     mode = _Locate()
+    silenced = logging.root.manager.disable
     try:
-        with warnings.catch_warnings():  # PyTorch's deprecation notices are not the user's business here
+        # PyTorch's deprecation notices, logs and printouts (a data-dependent shape prints the partial FX graph) are
+        # not the user's business here: what goes wrong becomes one located error below.
+        logging.disable(logging.ERROR)
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             return _export(model, inputs, mode)
     except IRForgeError:
         raise
     except Exception as e:
         raise _capture_error(e, mode.failed_at) from None
+    finally:
+        logging.disable(silenced)
 
 
 def _export(model, inputs, mode):
@@ -239,6 +248,12 @@ class Translator:
         graph = self.ep.graph_module.graph
         nodes = {n.name: n for n in graph.nodes}
         bad_out = [o for o in sig.output_specs if o.kind != OutputKind.USER_OUTPUT]
+        effect = next((n for n in graph.nodes if n.target is torch.ops.higher_order.with_effects), None)
+        if effect is not None:  # an op torch.export orders by an effect token: a check that raises, a print, ...
+            name = effect.args[1]._schema.name.replace("::", ".")
+            raise error(
+                f"'{name}' has a side effect; irforge compiles programs without side effects", _node_loc(effect)
+            )
         if bad_out:
             what = ", ".join(str(o.target) for o in bad_out)
             raise error(f"the program mutates {what}; irforge compiles programs without side effects")

@@ -115,7 +115,7 @@ def torch_dtype(t: ScalarType):
 def to_torch(a: np.ndarray, t: ScalarType):
     import torch
 
-    return torch.from_numpy(np.ascontiguousarray(a)).to(torch_dtype(t))
+    return torch.from_numpy(np.require(a, requirements="C")).to(torch_dtype(t))  # ascontiguousarray makes 0-d 1-d
 
 
 def to_numpy(x) -> np.ndarray:
