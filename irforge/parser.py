@@ -23,7 +23,7 @@ from .attributes import UNIT, DictAttr, SymbolRef
 from .diagnostics import IRForgeError, error, register_source
 from .index_expr import AffineMap, IndexExpr
 from .ir import Block, Operation, Region, Value
-from .lalr import FastLALR, SyntaxFallback
+from .lalr import FastLALR, NestedTooDeeply, SyntaxFallback
 from .location import UNKNOWN, FileLineColLoc, Location, NameLoc, fuse
 from .types import SCALAR_NAMES, FunctionType, OpaqueType, ScalarType, TensorType
 
@@ -655,6 +655,8 @@ def _parse_module(text: str, file: str, allow_unregistered: bool, verify: bool, 
         except SyntaxFallback:  # lark re-parses to say exactly what is wrong
             tree = lark.parse(src)
         asts = tree.children
+    except NestedTooDeeply as e:
+        raise error(f"IR {e}", FileLineColLoc(file, e.line, e.column)) from None
     except UnexpectedInput as e:
         raise _syntax_error(e, lark, file, src) from None
     except VisitError as e:

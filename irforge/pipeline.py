@@ -21,6 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from .diagnostics import IRForgeError, error, register_source
 from .dialect import LEVELS
 from .ir import Operation
+from .lalr import MAX_NESTING
 from .location import FileLineColLoc
 from .pass_manager import PassManager, ScheduledPass, format_value
 
@@ -84,8 +85,10 @@ def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
     if _LARK is None:
         _LARK = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True)
     register_source(source, text)
+    text = _strip_comments(text)
+    _check_nesting(text, source)
     try:
-        return _ToAST().transform(_LARK.parse(_strip_comments(text)))
+        return _ToAST().transform(_LARK.parse(text))
     except UnexpectedInput as e:
         if isinstance(e, UnexpectedCharacters):
             what = f"unexpected character {text[e.pos_in_stream]!r}"
@@ -98,6 +101,20 @@ def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
             lines = text.splitlines() or [""]
             e.line, e.column = len(lines), len(lines[-1]) + 1
         raise error(f"malformed pipeline: {what}", FileLineColLoc(source, max(e.line, 1), max(e.column, 1))) from None
+
+
+def _check_nesting(text: str, source: str) -> None:
+    """Refuse nests deeper than the IR parser takes, at the first parenthesis too deep (quoted values skipped)."""
+    depth = 0
+    for m in re.finditer(r'"[^"]*"|[({]|[)}]', text):
+        if m.group() in "({":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise error(f"pipeline nested more than {MAX_NESTING} levels deep", FileLineColLoc(source, line, col))
+        elif m.group() in ")}":
+            depth -= 1
 
 
 def _loc(tok: Token, source: str) -> FileLineColLoc:

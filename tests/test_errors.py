@@ -127,7 +127,17 @@ MALFORMED_IR = [
     ("duplicate-dictionary-key", '"foo.a"() {a = 1, a = 2} : () -> ()\n', 1, 19, "duplicate key 'a'"),
     ("attribute-without-value", '"foo.a"() {a = } : () -> ()\n', 1, 16, "unexpected '}'"),
     ("integer-too-long", '"foo.a"() {a = ' + "9" * 5000 + "} : () -> ()\n", 1, 16, "integer literal too long"),
-    ("nested-too-deeply", '"foo.a"() {a = ' + "[" * 3000 + "]" * 3000 + "} : () -> ()\n", 1, 1, "nested too deeply"),
+    # past 100 levels, at the first bracket too deep (here the 100th '[' inside the attribute dictionary's '{')
+    ("nested-lists", '"foo.a"() {a = ' + "[" * 3000 + "]" * 3000 + "} : () -> ()\n", 1, 115, "nested more than 100"),
+    ("nested-dicts", '"foo.a"() {' + "a = {" * 200 + "}" * 201 + " : () -> ()\n", 1, 511, "nested more than 100"),
+    ("nested-types", '"foo.a"() : () -> ' + "!foo.t<" * 150 + "f32" + ">" * 150 + "\n", 1, 725, "nested more than 100"),
+    (
+        "nested-regions",
+        "".join(f'"foo.r"() ({{\n^bb{i}:\n' for i in range(120)) + "}) : () -> ()\n" * 120,
+        101,  # level i opens '(' at depth 2i+1 on line 2i+1: the 51st level's
+        8,
+        "nested more than 100",
+    ),
     (
         "block-arguments-declared-twice",
         "func.func @f(%a: f32) {\n^bb0(%b: f32):\n  func.return\n}\n",
@@ -173,6 +183,7 @@ MALFORMED_PIPELINES = [
     ("unknown-anchor", "nope(cse)", 1, "unknown anchor 'nope'"),
     ("quoted-pass-name", '"cse"', 1, "malformed pipeline"),
     ("wrong-level-order", "test-tensor-to-loop,cse,test-tensor-only", 25, "reads tensor IR, but the IR is at the loop"),
+    ("nested-too-deeply", "func(" * 1000 + "cse" + ")" * 1000, 505, "pipeline nested more than 100 levels deep"),
 ]
 
 
