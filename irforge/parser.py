@@ -80,7 +80,7 @@ class ValueLeaf(IndexExpr):
     ref: ValueRef
 
     def format(self, leaf=None) -> str:
-        return self.ref.name
+        return f"%{self.ref.name}"
 
 
 def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], list[ValueRef]]:
@@ -99,7 +99,13 @@ def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], 
         kids = e.children()
         return e.rebuild([go(k) for k in kids]) if kids else e
 
+    for e in exprs:
+        div = ix.bad_division(e)
+        if div is not None:  # located at a value it divides, when the caller knows no better place
+            at = next((x.ref.loc for x in _leaves(div) if isinstance(x, ValueLeaf)), loc) if loc is UNKNOWN else loc
+            raise error(f"'{div}' divides by {div.rhs}: divisors must be positive constants", at)
     return [go(e) for e in exprs], refs
+
 
 
 _SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}
@@ -595,7 +601,7 @@ class _Builder:
                 result_types = cls.infer_result_types([v.type for v in operands], ast.attrs)
             except IRForgeError:
                 raise
-            except (TypeError, ValueError, KeyError, IndexError) as e:
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:  # operands of the wrong kind
                 raise error(f"'{ast.name}': cannot infer result types: {e}", ast.loc) from None
             if result_types is None:
                 raise error(f"'{ast.name}' needs its result types spelled out", ast.loc)

@@ -857,6 +857,8 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
     ):
         raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
+        if 0 in value_type.shape:
+            raise op.error(f"moves {value_type}, a register tile with no elements")
         run, _ = access_runs(value_type, strides or default_strides(value_type.shape))
         if isinstance(t, SmemType) and run > t.shape[-1]:
             raise op.error(f"moves {run} contiguous elements, more than a row of {t}")

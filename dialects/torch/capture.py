@@ -9,13 +9,9 @@ captured constant tensors become `torch.param @name` with their values in the re
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
 import sys
 import sysconfig
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +26,7 @@ from irforge.location import UNKNOWN, FileLineColLoc, Location
 from irforge.types import ScalarType, TensorType
 
 from . import AtenOp, ParamOp
+from .aten import DTYPES, quiet
 
 _A = torch.ops.aten
 
@@ -51,19 +48,6 @@ KEPT_WHOLE = (
     _A.pow.Tensor_Scalar,
     _A.roll.default,
 )
-
-DTYPES = {
-    torch.float64: "f64",
-    torch.float32: "f32",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-}
 
 # Keyword arguments that say where or how a tensor is stored, never what it holds.
 _STORAGE_KWARGS = frozenset({"device", "layout", "pin_memory", "memory_format", "non_blocking"})
@@ -181,20 +165,13 @@ class Captured:
 def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
     """`torch.export` with every node located, decomposed to core ATen except `KEPT_WHOLE`."""
     mode = _Locate()
-    silenced = logging.root.manager.disable
     try:
-        # PyTorch's deprecation notices, logs and printouts (a data-dependent shape prints the partial FX graph) are
-        # not the user's business here: what goes wrong becomes one located error below.
-        logging.disable(logging.ERROR)
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
+        with quiet():  # a data-dependent shape, for one, prints the partial FX graph
             return _export(model, inputs, mode)
     except IRForgeError:
         raise
     except Exception as e:
         raise _capture_error(e, mode.failed_at) from None
-    finally:
-        logging.disable(silenced)
 
 
 def _export(model, inputs, mode):
