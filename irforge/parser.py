@@ -107,7 +107,6 @@ def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], 
     return [go(e) for e in exprs], refs
 
 
-
 _SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}
 
 
