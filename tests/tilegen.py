@@ -61,8 +61,9 @@ def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
 
 def schedule(module, passes: list[str]) -> str | None:
     """Run map-to-tile then `passes` on `module` (in place). None when all ran; otherwise the refusal message of the
-    pass whose check refused (a refusal that no `check` predicted fails the test)."""
-    run_pipeline(module, "map-to-tile")
+    pass whose check refused (a refusal that no `check` predicted fails the test). As in loop-to-tile, loop-dce
+    goes first: loops that never run (extent 0) have no place at the tile level."""
+    run_pipeline(module, "loop-dce,map-to-tile")
     for text in passes:
         try:
             run_pipeline(module, text)
