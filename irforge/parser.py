@@ -20,7 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import index_expr as ix
 from .attributes import UNIT, DictAttr, SymbolRef
-from .diagnostics import IRForgeError, error, register_source
+from .diagnostics import IRForgeError, decode_source, error, register_source
 from .index_expr import AffineMap, IndexExpr
 from .ir import Block, Operation, Region, Value
 from .lalr import FastLALR, NestedTooDeeply, SyntaxFallback
@@ -629,6 +629,16 @@ class _Builder:
             for oast in bast.ops:
                 block.append(self.build_op(oast, bscope))
         return region
+
+
+def read_source(path: str) -> str:
+    """A source file's text; a missing file or one that is not UTF-8 is a located error."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise error(f"cannot open input file '{path}': no such file") from None
+    return decode_source(data, path)
 
 
 def parse_module(

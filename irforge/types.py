@@ -31,6 +31,11 @@ class ScalarType(Type):
         return _SCALAR_INFO[self.name][0]
 
     @property
+    def bytes(self) -> int:
+        """Bytes an element takes in memory (a bool one)."""
+        return max(1, self.bits // 8)
+
+    @property
     def is_float(self) -> bool:
         return _SCALAR_INFO[self.name][1] == "f"
 
@@ -41,6 +46,10 @@ class ScalarType(Type):
     @property
     def is_signed(self) -> bool:
         return _SCALAR_INFO[self.name][1] in "fi"
+
+    def as_python(self, value):
+        """`value` as the Python number a constant of this type holds: float, bool or int."""
+        return float(value) if self.is_float else bool(value) if self.name == "bool" else int(value)
 
     def __str__(self) -> str:
         return self.name

@@ -78,8 +78,10 @@ def test_broadcast_rules():
     with pytest.raises(ValueError, match="one rank"):
         K.broadcast_shape([(8,), (1, 4)])
     assert K.tile_offsets((2, 4), (64, 1)) == [0, 1, 2, 3, 64, 65, 66, 67]
-    assert K.access_runs(TensorType(f32, (2, 4)), (64, 1)) == (4, [0, 64])
-    assert K.access_runs(TensorType(f32, (4, 1)), (2, 0)) == (1, [0, 2, 4, 6])
+    assert K.access_runs(TensorType(f32, (2, 4)), (64, 1)) == (4, [(0, [0, 1, 2, 3]), (64, [4, 5, 6, 7])])
+    assert K.access_runs(TensorType(f32, (4, 1)), (2, 0)) == (1, [(0, [0]), (2, [1]), (4, [2]), (6, [3])])
+    # a run along the outer dimension (stride 1) fills tile positions 2 apart
+    assert K.access_runs(TensorType(f32, (4, 2)), (1, 8)) == (4, [(0, [0, 2, 4, 6]), (8, [1, 3, 5, 7])])
 
 
 def test_strided_smem_runs_must_stay_in_a_row():

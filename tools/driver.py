@@ -1,5 +1,5 @@
-"""What `irforge` and `irforge-opt` share as programs: their argument parser, writing the output file, and how
-they end: one wrapper around each command turns what happened into an exit code.
+"""How `irforge` and `irforge-opt` end: one wrapper around each command turns what happened into an exit code; and
+writing the output file the user named.
 
 | code | what happened                                                                           |
 |------|-----------------------------------------------------------------------------------------|
@@ -13,22 +13,12 @@ they end: one wrapper around each command turns what happened into an exit code.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
-import sys
 import traceback
 from collections.abc import Callable
 
 SUCCESS, USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 0, 1, 2, 130
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, except that a usage mistake exits 1 (a user's error): 2 means a bug in irforge."""
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def guarded(prog: str, argv: list[str], command: Callable[[], int], stderr) -> int:

@@ -9,6 +9,7 @@ expressions in Python (`Val(row) * 2048 + Val(col)`), and `bind_values` turns th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS
 from irforge.target import target
 from irforge.types import FunctionType, ScalarType, TensorType, boolean, index
 
+from ..launch import dims_text, launch_dims
 from .fragments import MMA_SHAPES
 from .types import (
     FragType,
@@ -27,7 +29,6 @@ from .types import (
     PtrType,
     SmemType,
     TensorMapType,
-    element_bytes,
     element_type,
     with_element_type,
 )
@@ -195,23 +196,10 @@ class KernelFuncOp(Operation):
     def print_custom(self, p):
         p.write("kernel.func ", str(SymbolRef(self.attributes["sym_name"])), "(")
         p.write(", ".join(f"{p.define(a)}: {a.type}" for a in self.body.args), ")")
-        p.write(" grid(", _dims_text(self.attributes["grid"]), ") block(", _dims_text(self.attributes["block"]), ")")
+        p.write(" grid(", dims_text(self.attributes["grid"]), ") block(", dims_text(self.attributes["block"]), ")")
         p.attr_dict(self.attributes, elide=("sym_name", "function_type", "grid", "block"), prefix=" attributes ")
         p.write(" ")
         p.region(self.regions[0], print_entry_args=False)
-
-
-def launch_dims(dims) -> tuple[int, int, int]:
-    """Grid or block dimensions padded to (x, y, z)."""
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    return (*dims, *(1,) * (3 - len(dims))) if len(dims) <= 3 else dims
-
-
-def _dims_text(dims) -> str:
-    d = list(dims)
-    while len(d) > 1 and d[-1] == 1:
-        d.pop()
-    return ", ".join(map(str, d))
 
 
 class HostOp(Operation):
@@ -226,28 +214,24 @@ class HostOp(Operation):
         pass
 
 
-class AllocOp(HostOp):
-    """A device buffer (an intermediate or an output), allocated once by the runtime."""
-
-    name = "kernel.alloc"
+# The buffers of a host program, shared with the cuda dialect's host ops: `<op> : type`, `<op> @name : type`,
+# `<op> %source : type`.
+class AllocBase(Operation):
     operand_names = ()
     result_names = ("result",)
     num_regions = 0
 
     def verify_op(self):
         if not isinstance(self.result.type, TensorType):
-            raise self.error(f"allocates a tensor type, not {self.result.type}")
+            raise self.error(f"allocates a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write("kernel.alloc")
+        p.write(self.name)
         p.attr_dict(self.attributes)
         p.write(" : ", p.type(self.result.type))
 
 
-class ParamOp(HostOp):
-    """A named parameter (a weight) whose value lives in the program's param store, as `tensor.param` has it."""
-
-    name = "kernel.param"
+class ParamBase(Operation):
     operand_names = ()
     result_names = ("result",)
     attribute_types = {"sym": SymbolRef}
@@ -259,13 +243,10 @@ class ParamOp(HostOp):
             raise self.error(f"binds a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write("kernel.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+        p.write(self.name, " ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
-class ViewOp(HostOp):
-    """The same buffer seen with another shape (same element type and element count): costs nothing."""
-
-    name = "kernel.view"
+class ViewBase(Operation):
     operand_names = ("source",)
     result_names = ("result",)
     num_regions = 0
@@ -277,7 +258,25 @@ class ViewOp(HostOp):
             raise self.error(f"cannot view {s} as {r}: element type and count must match")
 
     def print_custom(self, p):
-        p.write("kernel.view ", p.value(self.source), " : ", p.type(self.result.type))
+        p.write(self.name, " ", p.value(self.source), " : ", p.type(self.result.type))
+
+
+class AllocOp(AllocBase, HostOp):
+    """A device buffer (an intermediate or an output), allocated once by the runtime."""
+
+    name = "kernel.alloc"
+
+
+class ParamOp(ParamBase, HostOp):
+    """A named parameter (a weight) whose value lives in the program's param store, as `tensor.param` has it."""
+
+    name = "kernel.param"
+
+
+class ViewOp(ViewBase, HostOp):
+    """The same buffer seen with another shape (same element type and element count): costs nothing."""
+
+    name = "kernel.view"
 
 
 class LaunchOp(HostOp):
@@ -510,12 +509,26 @@ def tile_offsets(shape, strides) -> list[int]:
     return out
 
 
-def access_runs(t: TensorType, strides) -> tuple[int, list[int]]:
-    """(run, offsets): a strided tile access as runs of `run` contiguous elements (the innermost dimension when its
-    stride is 1), each starting at an element offset."""
-    offsets = tile_offsets(t.shape, strides)
-    run = t.shape[-1] if t.shape and strides[-1] == 1 else 1
-    return run, offsets[::run]
+def run_dim(shape, strides) -> int | None:
+    """The dimension a strided tile access moves along as vectors: the last one of stride 1 and size > 1."""
+    return next((d for d in reversed(range(len(shape))) if strides[d] == 1 and shape[d] > 1), None)
+
+
+def access_runs(t: TensorType, strides, width: int | None = None) -> tuple[int, list[tuple[int, list[int]]]]:
+    """(run, [(offset, tile positions)]): a strided tile access as runs of `run` contiguous elements along
+    `run_dim` (its whole length, or `width` elements a run; 1 when there is none), each starting at an element
+    offset and filling those flat tile positions."""
+    shape = t.shape
+    d = run_dim(shape, strides)
+    if d is None or width == 1:
+        return 1, [(o, [k]) for k, o in enumerate(tile_offsets(shape, strides))]
+    run = width or shape[d]
+    inner = math.prod(shape[d + 1 :])
+    runs = []
+    for k, o in enumerate(tile_offsets(shape, strides)):
+        if (k // inner) % run == 0:
+            runs.append((o, [k + j * inner for j in range(run)]))
+    return run, runs
 
 
 def default_strides(shape) -> tuple[int, ...]:
@@ -584,7 +597,8 @@ class CastOp(KernelOp):
 
 
 class SplatOp(KernelOp):
-    """A register tile (or fragment) with every element equal to a scalar."""
+    """A register tile (or fragment) with every element equal to a scalar, or a tile broadcast to a larger one
+    along its dimensions of size 1."""
 
     name = "kernel.splat"
     operand_names = ("input",)
@@ -593,12 +607,40 @@ class SplatOp(KernelOp):
     traits = frozenset({"pure"})
 
     def verify_op(self):
-        r = self.result.type
-        if not isinstance(r, (TensorType, FragType)) or element_type(r) != self.input.type:
-            raise self.error(f"splats a {self.input.type} into a tile of the same element type, not {r}")
+        r, s = self.result.type, self.input.type
+        if not isinstance(r, (TensorType, FragType)) or element_type(r) != element_type(s):
+            raise self.error(f"splats a {s} into a tile of the same element type, not {r}")
+        if isinstance(s, TensorType):
+            try:
+                ok = isinstance(r, TensorType) and broadcast_shape([s.shape, r.shape]) == r.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise self.error(f"cannot broadcast {s} to {r}")
+        elif not isinstance(s, ScalarType):
+            raise self.error(f"splats a scalar or a register tile, not {s}")
 
     def print_custom(self, p):
         p.write("kernel.splat ", p.value(self.input), " : ", p.type(self.result.type))
+
+
+class ReshapeOp(KernelOp):
+    """The same register tile (its elements in the same order) with another shape: free."""
+
+    name = "kernel.reshape"
+    operand_names = ("input",)
+    result_names = ("result",)
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    def verify_op(self):
+        s, r = self.input.type, self.result.type
+        if not isinstance(s, TensorType) or not isinstance(r, TensorType) or s.dtype != r.dtype or s.numel != r.numel:
+            raise self.error(f"reshapes a register tile to one of the same element type and size, not {s} to {r}")
+
+    def print_custom(self, p):
+        s, r = self.input.type, self.result.type
+        p.write("kernel.reshape ", p.value(self.input), " : ", p.type(s), " to ", p.type(r))
 
 
 def _check_position(op, t, pos) -> None:
@@ -659,10 +701,12 @@ class InsertOp(KernelOp):
 
 
 class ReduceOp(KernelOp):
-    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid."""
+    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid; `into
+    %acc` folds them into an accumulator, one element after another in order (a sum of products then compiles to
+    a chain of fused multiply-adds)."""
 
     name = "kernel.reduce"
-    operand_names = ("input",)
+    operand_names = ("input", "*init")
     result_names = ("result",)
     attribute_types = {"kind": str, "axes": tuple}
     num_regions = 0
@@ -677,6 +721,8 @@ class ReduceOp(KernelOp):
 
     def verify_op(self):
         t, kind, axes = self.input.type, self.attributes["kind"], self.attributes["axes"]
+        if len(self.init) > 1 or (self.init and self.init[0].type != self.result.type):
+            raise self.error(f"folds into one accumulator of the result type {self.result.type}")
         simple = [n for n, m in MONOIDS.items() if m.width == 1]
         if kind not in simple:
             raise self.error(
@@ -695,6 +741,8 @@ class ReduceOp(KernelOp):
         p.write("kernel.reduce ", self.attributes["kind"], " ", p.value(self.input))
         if tuple(axes) != tuple(range(t.rank)):
             p.write(" axes [", ", ".join(map(str, axes)), "]")
+        if self.init:
+            p.write(" into ", p.value(self.init[0]))
         p.write(" : ", p.type(t))
 
 
@@ -859,10 +907,15 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
     if isinstance(value_type, TensorType):
         if 0 in value_type.shape:
             raise op.error(f"moves {value_type}, a register tile with no elements")
-        run, _ = access_runs(value_type, strides or default_strides(value_type.shape))
+        width = op.attributes.get("vector")
+        if width is not None:
+            d = run_dim(value_type.shape, strides or default_strides(value_type.shape))
+            if not isinstance(width, int) or width < 1 or (d is not None and value_type.shape[d] % width):
+                raise op.error(f"vector {width} must divide the length of the tile's contiguous runs")
+        run, _ = access_runs(value_type, strides or default_strides(value_type.shape), width)
         if isinstance(t, SmemType) and run > t.shape[-1]:
             raise op.error(f"moves {run} contiguous elements, more than a row of {t}")
-        nbytes = run * element_bytes(t.dtype)
+        nbytes = run * t.dtype.bytes
         if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
             raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
 
@@ -870,14 +923,15 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
 class LoadOp(IndexedOp):
     """Read a scalar, or a register tile of contiguous elements (a vector access of up to 16 bytes at a time, so
     the address must be aligned to the access), from global or shared memory. With `strides`, tile element
-    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements: runs along a last dimension of stride 1
-    move as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four)."""
+    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements, and the last dimension of stride 1 moves
+    as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four), `vector` elements at a time when the
+    addresses are only aligned to that many."""
 
     name = "kernel.load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 1
 
@@ -898,7 +952,7 @@ class StoreOp(IndexedOp):
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 2
 
@@ -912,12 +966,14 @@ class StoreOp(IndexedOp):
 
 
 class AtomicOp(IndexedOp):
-    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap)."""
+    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap), or of each
+    element of a register tile (at the addresses a `kernel.store` of it with the same `strides` would write)."""
 
     name = "kernel.atomic"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"kind": str, "index": AffineMap}
+    optional_attributes = {"strides": tuple}
     num_regions = 0
     num_fixed = 2
 
@@ -925,10 +981,10 @@ class AtomicOp(IndexedOp):
         self.verify_indices()
         if self.attributes["kind"] not in ("add", "max", "min"):
             raise self.error(f"kind must be add, max or min, got {self.attributes['kind']!r}")
-        if not isinstance(self.value.type, ScalarType):
-            raise self.error("updates one scalar element")
+        if not isinstance(self.value.type, (ScalarType, TensorType)):
+            raise self.error("updates a scalar element or the elements of a register tile")
         _check_mem_access(self, self.mem, self.value.type)
-        if self.value.type.name in ("bool", "u8", "i8", "i16", "index"):
+        if element_type(self.value.type).name in ("bool", "u8", "i8", "i16", "index"):
             raise self.error(f"no atomics on {self.value.type}")
 
     def print_custom(self, p):
@@ -1045,7 +1101,7 @@ class CpAsyncOp(IndexedOp):
             raise self.error("copies from a !kernel.ptr to a !kernel.smem")
         _check_mem_access(self, self.src, chunk, "src_index")
         _check_mem_access(self, self.dst, chunk, "dst_index")
-        if chunk.numel * element_bytes(chunk.dtype) not in (4, 8, 16):
+        if chunk.numel * chunk.dtype.bytes not in (4, 8, 16):
             raise self.error(f"copies {chunk}, which is not 4, 8 or 16 bytes")
 
     def print_custom(self, p):
@@ -1310,6 +1366,7 @@ OPS = (
     *SCALAR_MATH_OPS,
     CastOp,
     SplatOp,
+    ReshapeOp,
     ExtractOp,
     InsertOp,
     ReduceOp,

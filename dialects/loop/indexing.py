@@ -10,6 +10,7 @@ with Python operators (`iv * 64 + c`), and turn them back into a map and an oper
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from irforge import index_expr as ix
@@ -139,9 +140,67 @@ def simplify(e: IndexExpr, extents) -> IndexExpr:
     return e
 
 
+def multiple_of(e: IndexExpr, k: int, known: dict | None = None) -> bool:
+    """Whether `e` is a multiple of `k` for every value of its leaves (a sufficient, structural test); `known`
+    gives divisors of some leaf values."""
+    if k == 1:
+        return True
+    if isinstance(e, ix.Const):
+        return e.value % k == 0
+    if isinstance(e, ValueDim):
+        return (known or {}).get(e.value, 1) % k == 0
+    if isinstance(e, (ix.Add, ix.Sub)):
+        return multiple_of(e.lhs, k, known) and multiple_of(e.rhs, k, known)
+    if isinstance(e, ix.Mul):
+        for c, x in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(c, ix.Const):
+                return multiple_of(x, k // math.gcd(k, c.value), known)
+        return multiple_of(e.lhs, k, known) or multiple_of(e.rhs, k, known)
+    return False
+
+
 def as_value_expr(e) -> IndexExpr:
     """A Value as its `ValueDim` leaf; an int or expression as is."""
     return ValueDim(e) if isinstance(e, Value) else ix.as_expr(e)
+
+
+class KernelBase(Operation):
+    """Base of `loop.kernel` and `tile.kernel`: the op the queries below stop at."""
+
+
+class LoopBase(Operation):
+    """Base of the loop and tile levels' loops: one index per dimension (`ivs`), each from 0 to its `extents`."""
+
+    @property
+    def ivs(self) -> list[Value]:
+        return list(self.body.args)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+
+def kernel_of(op: Operation) -> KernelBase | None:
+    """The kernel `op` is in (`op` itself when it is one)."""
+    if isinstance(op, KernelBase):
+        return op
+    return next((a for a in op.ancestors() if isinstance(a, KernelBase)), None)
+
+
+def enclosing_loops(op: Operation) -> list[LoopBase]:
+    """Loops around `op`, outermost first, up to its kernel."""
+    out = []
+    for a in op.ancestors():
+        if isinstance(a, KernelBase):
+            break
+        if isinstance(a, LoopBase):
+            out.append(a)
+    return out[::-1]
+
+
+def loop_extents(op: Operation) -> dict:
+    """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
+    return {iv: e for lp in enclosing_loops(op) for iv, e in zip(lp.ivs, lp.extents)}
 
 
 # ---- ops the loop and tile levels share --------------------------------------------------------------------------

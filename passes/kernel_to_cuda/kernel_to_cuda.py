@@ -22,7 +22,6 @@ from irforge.dialects.kernel.types import (
     MbarrierType,
     PtrType,
     SmemType,
-    element_bytes,
     element_type,
 )
 
@@ -180,7 +179,11 @@ def _is_array(t) -> bool:
 
 
 def _broadcast_index(i: str, shape, operand_shape) -> str:
-    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to."""
+    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to
+    (a number when `i` is one)."""
+    if i.isdigit():
+        pos = np.unravel_index(int(i), shape)
+        return str(int(np.ravel_multi_index([p if m != 1 else 0 for p, m in zip(pos, operand_shape)], operand_shape)))
     terms, inner, own = [], 1, 1
     for n, m in reversed(list(zip(shape, operand_shape))):
         if m != 1:
@@ -202,6 +205,7 @@ class _Emitter:
         self.used = set(_RESERVED)
         self.last_origin: str | None = None
         self.dynamic_smem = 0
+        self.inline: dict = {}  # values emitted where their one user reads them, not as arrays
         self.written = K._written_params(kernel)
         bx, by, _ = kernel.attributes["block"]
         x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
@@ -408,6 +412,10 @@ class _Emitter:
                 return f"{HALF_TYPES[C_TYPES[rt.name]][1]}({e})" if rt.name in ("f16", "bf16") else e
             return f"({args[0]} {o.cuda} {args[1]})"
 
+        users = op.result.users
+        if len(op.result.uses) == 1 and isinstance(users[0], K.ReduceOp) and users[0].init:
+            self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
+            return
         self.declare(op.result, expr)
 
     def op_cast(self, op):
@@ -418,7 +426,11 @@ class _Emitter:
         return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
 
     def op_splat(self, op):
-        self.declare(op.result, lambda i: self.name(op.input))
+        self.declare(op.result, lambda i: self.elem(op.input, i, op.result.type))
+
+    def op_reshape(self, op):
+        t = op.result.type
+        self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{t.numel}] = {self.name(op.input)};")
 
     def op_extract(self, op):
         t = op.tile.type
@@ -439,8 +451,12 @@ class _Emitter:
         half = et.name in ("f16", "bf16")
         acc_t = "float" if half else self.ctype(et)
         comb = _MONOID_C[op.attributes["kind"]]
-        src = self.name(op.input)
-        get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
+        inline = self.inline.get(op.input)
+        if inline is not None:
+            get = (lambda i: f"irf_f32({inline(str(i))})") if half else (lambda i: inline(str(i)))
+        else:
+            src = self.name(op.input)
+            get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
         axes = tuple(op.attributes["axes"])
         kept = [i for i in range(t.rank) if i not in axes]
         out_shape = [t.shape[i] for i in kept]
@@ -450,6 +466,18 @@ class _Emitter:
             groups.setdefault(key, []).append(flat)
         res = self.name(op.result)
         to = (lambda x: f"{HALF_TYPES[C_TYPES[et.name]][1]}({x})") if half else (lambda x: x)
+        if op.init:  # folded into the accumulator one element after another (a chain of fused multiply-adds)
+            acc = op.init[0]
+            outs = list(groups.values())
+            if out_shape:
+                self.line(f"{self.ctype(et)} {res}[{len(outs)}];")
+            for o_flat, members in enumerate(outs):
+                e = self.elem(acc, str(o_flat))
+                for m in members:  # halves round after every step, as the simulator does
+                    e = to(comb.format(a=f"irf_f32({e})" if half else e, b=get(m)))
+                out = f"{res}[{o_flat}]" if out_shape else f"const {self.ctype(et)} {res}"
+                self.line(f"{out} = {e};")
+            return
         if not out_shape:  # a whole tile to one value: an unrolled loop over its elements
             self.line(f"{acc_t} {res}_acc = {get(0)};")
             self.unrolled(t.numel, f"{res}_acc = {comb.format(a=f'{res}_acc', b=get('irf_e'))};", start=1)
@@ -558,39 +586,55 @@ class _Emitter:
         return text
 
     def runs(self, op, t: TensorType):
-        """(run, [(tile position, address)]) of a tile access: one vector access per run of contiguous elements."""
+        """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
-        run, offsets = K.access_runs(t, strides)
-        return run, [(k * run, self.address(op, "index", op.mem, offset)) for k, offset in enumerate(offsets)]
+        run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
+        return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
 
     def op_load(self, op):
         r, t = op.result, op.result.type
         if not _is_array(t):
             self.line(f"const {self.ctype(t)} {self.name(r)} = *({self.address(op, 'index', op.mem)});")
             return
-        self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
+        n = self.name(r)
+        self.line(f"{self.ctype(t)} {n}[{_numel(t)}];")
         run, parts = self.runs(op, t)
-        if len(parts) == 1:
-            self.line(f"irf_load({self.name(r)}, {parts[0][1]});")
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_load({n}, {parts[0][0]});")
             return
-        for at, ptr in parts:
-            self.line(f"irf_load_n<{run}>({self.name(r)} + {at}, {ptr});")
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_load_n<{run}>({n} + {pos[0]}, {ptr});")
+            else:  # a run along an outer dimension: its elements are strided in the tile
+                self.line(f"{{ {self.ctype(t)} irf_run[{run}]; irf_load_n<{run}>(irf_run, {ptr});")
+                self.line("  " + " ".join(f"{n}[{p}] = irf_run[{j}];" for j, p in enumerate(pos)) + " }")
 
     def op_store(self, op):
         v, t = op.value, op.value.type
         if not _is_array(t):
             self.line(f"*({self.address(op, 'index', op.mem)}) = {self.name(v)};")
             return
+        n = self.name(v)
         run, parts = self.runs(op, t)
-        if len(parts) == 1:
-            self.line(f"irf_store({parts[0][1]}, {self.name(v)});")
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_store({parts[0][0]}, {n});")
             return
-        for at, ptr in parts:
-            self.line(f"irf_store_n<{run}>({ptr}, {self.name(v)} + {at});")
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_store_n<{run}>({ptr}, {n} + {pos[0]});")
+            else:
+                elems = ", ".join(f"{n}[{p}]" for p in pos)
+                self.line(f"{{ const {self.ctype(t)} irf_run[{run}] = {{{elems}}};")
+                self.line(f"  irf_store_n<{run}>({ptr}, irf_run); }}")
 
     def op_atomic(self, op):
-        ptr = self.address(op, "index", op.mem)
-        self.line(f"irf_atomic_{op.attributes['kind']}({ptr}, {self.name(op.value)});")
+        kind, v, t = op.attributes["kind"], op.value, op.value.type
+        if not _is_array(t):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem)}, {self.name(v)});")
+            return
+        strides = op.attributes.get("strides") or K.default_strides(t.shape)
+        for k, offset in enumerate(K.tile_offsets(t.shape, strides)):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem, offset)}, {self.name(v)}[{k}]);")
 
     def op_barrier(self, op):
         self.line("__syncthreads();")
@@ -615,7 +659,7 @@ class _Emitter:
     # ---- asynchronous copies, mbarriers, TMA ------------------------------------------------------------------
     def op_cp_async(self, op):
         chunk = op.attributes["chunk"]
-        nbytes = chunk.numel * element_bytes(chunk.dtype)
+        nbytes = chunk.numel * chunk.dtype.bytes
         dst = self.address(op, "dst_index", op.dst)
         src = self.address(op, "src_index", op.src)
         self.line(f"irf_cp_async<{nbytes}>({dst}, {src});")

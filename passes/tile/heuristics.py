@@ -12,7 +12,9 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
+from irforge.dialects.tile.algebra import contraction_of, contractions_in
+
+from irforge.target import target
 
 THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several blocks per SM
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
@@ -25,6 +27,17 @@ BYTES_PER_THREAD = 64
 # row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
 ROW_BLOCK_THREADS = 128
 STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (of the 48 KB static limit)
+# Contractions on the SIMT path: a thread computes a register tile of up to THREAD_OUTPUTS outputs (8 x 8: 64
+# accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
+# the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
+THREAD_OUTPUTS = 64
+CONTRACTION_THREADS = 256
+K_CHUNK_BYTES = 64
+RING = 3
+RASTER_THREADS = False  # see warp_rows
+MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
+BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
+CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
 
 def _pow2_floor(n: int) -> int:
@@ -37,12 +50,13 @@ def _pow2_ceil(n: int) -> int:
 
 class Heuristic:
     def cooperative_threads(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Threads along threadIdx.x that share `reduce` (1: it stays in one thread)."""
+        """Threads along threadIdx.x that share `reduce` (1: it stays in one thread). A contraction's reduction is
+        not shared: its outputs are tiled over threads instead (`tile-blockify`)."""
         n = reduce.extents[0]
-        if n < MIN_COOPERATIVE:
+        if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
-        size = min(map(element_bytes, loads), default=4)
+        size = min((t.bytes for t in loads), default=4)
         return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:
@@ -71,7 +85,93 @@ class Heuristic:
 
     def stage_budget(self, kernel: T.KernelOp) -> int:
         """Bytes of shared memory the kernel may use for staged inputs."""
-        return STAGE_BYTES
+        return CONTRACTION_SMEM if contractions_in(kernel) else STAGE_BYTES
+
+    # ---- contractions -------------------------------------------------------------------------------------------
+    def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
+        """(bm, bn, threads): the output tile of a block and its threads. Small tiles of 8 x 8 register tiles
+        (64 x 64 outputs for 64 threads; 32 x 128 when there are fewer rows) and many blocks, split-K filling
+        the GPU (`reduce_splits`): measured best on an H100 from M = 32 to 2048 (sweep 3 of
+        bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
+        reached 0.73-0.89x)."""
+        m, n = band.extents[m_dim], band.extents[n_dim]
+        bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
+        bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
+        return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+
+    def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
+        """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
+        as square as it goes, wider along N (the contiguous direction of B and of the output)."""
+        units = loop.units(kernel)
+        per_thread = max(1, loop.iterations // units)
+        m, n = loop.extents[m_dim], loop.extents[n_dim]
+        tm = tn = 1
+        while tm * tn < min(per_thread, THREAD_OUTPUTS):
+            if tn <= tm and n % (tn * 2) == 0:
+                tn *= 2
+            elif m % (tm * 2) == 0:
+                tm *= 2
+            elif n % (tn * 2) == 0:
+                tn *= 2
+            else:
+                break
+        return tm, tn
+
+    def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
+        """Register tiles a warp spans down the rows of a contraction's output tile (1: the threads' natural
+        row-major order). Grouping R x 32 / R tiles reads fewer distinct operand elements per step (R * TM of A,
+        32 / R * TN of B), but A's rows are K_CHUNK_BYTES apart in shared memory, so R rows of it TM apart fall in
+        one bank group: measured slower on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep2: 0.44x
+        of cuBLAS with R = 4 against 0.64x without), so it stays 1 until the rows are swizzled apart."""
+        if not RASTER_THREADS:
+            return 1
+        widths = loop.vector_shape
+        if len(widths) < 2:
+            return 1
+        tm, tn = widths[-2], widths[-1]
+        grid = loop.layout.work_grid
+        warp = target().warp_size
+        options = [r for r in (1, 2, 4, 8, 16, 32) if grid[-2] % r == 0 and r <= grid[-2] and warp // r <= grid[-1]]
+        return min(options, key=lambda r: (r * tm + warp // r * tn, r), default=1)
+
+    def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
+        each row at a time."""
+        c = contraction_of(reduce)
+        if c is None:
+            return 1
+        size = min(ld.buffer.type.dtype.bytes for ld in c.a + c.b)
+        k = reduce.extents[0]
+        chunk = K_CHUNK_BYTES // size
+        while chunk > 1 and k % chunk:
+            chunk //= 2
+        return chunk if chunk < k else 1
+
+    def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Blocks sharing one reduction (a contraction's): enough that the kernel has BLOCKS_PER_SM blocks for
+        each multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips
+        to fill)."""
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            return 1
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        want = BLOCKS_PER_SM * target().sm_count
+        trips = reduce.extents[0]
+        best = 1
+        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
+            if blocks * best >= want:
+                break
+            if trips % s == 0 and trips // s >= MIN_SHARE:
+                best = s
+        return best
+
+    def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
+        """Buffers a stage in a loop cycles through."""
+        return RING
+
+
+def _holds_contraction(reduce: T.ReduceOp) -> bool:
+    """A chunked contraction: the reduction whose trips hold the contraction's chunks."""
+    return any(contraction_of(r) is not None for r in reduce.walk() if isinstance(r, T.ReduceOp) and r is not reduce)
 
 
 _CURRENT = Heuristic()
@@ -89,3 +189,4 @@ def set_heuristic(h: Heuristic) -> Heuristic:
 
 
 THREAD_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+TILE_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
