@@ -109,9 +109,8 @@ def test_traceback_on_request(monkeypatch):
     os.unlink(reproducer_of(err.splitlines()[-1]))
 
 
-def test_internal_error_in_a_compile_pass_is_2_with_the_torch_ir(monkeypatch):
-    monkeypatch.setitem(irforge.compiler.LOWERINGS, "tensor", "torch-to-tensor,test-crash")
-    rc, out, err = cli("compile", "-c", "torch.randn(3).exp()")
+def test_internal_error_in_a_compile_pass_is_2_with_the_torch_ir():
+    rc, out, err = cli("compile", "-c", "torch.randn(3).exp()", "--pass-pipeline", "torch-to-tensor,test-crash")
     assert rc == 2 and out == ""
     path = reproducer_of(err)
     text = open(path).read()
