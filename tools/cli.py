@@ -71,6 +71,12 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
         help="-v: each pass as it runs and its remarks (what it decided, why); -vv: its diff too",
     )
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
+    p.add_argument(
+        "--bisect-numerics",
+        action="store_true",
+        help="after every pass, run the IR's reference interpreter on the program's inputs and name the first pass "
+        "whose answer differs from eager",
+    )
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
     add_instrumentation_arguments(p)
@@ -136,7 +142,7 @@ def _compile_run(args, out, err) -> int:
     timer = Timer()
     tp = _program(args)
     try:
-        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), **options)
+        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), bisect=args.bisect_numerics, **options)
     finally:
         if args.timing:
             err.write(timing_report(timer))

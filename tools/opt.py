@@ -45,6 +45,17 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops no dialect defines")
     add_instrumentation_arguments(ap)
     ap.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the reproducer header")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument(
+        "--check-numerics",
+        action="store_true",
+        help="run the reference interpreters before and after the pipeline on random inputs; report a difference",
+    )
+    g.add_argument(
+        "--bisect-numerics",
+        action="store_true",
+        help="as --check-numerics after every pass: name the first that differs",
+    )
     return ap
 
 
@@ -136,6 +147,10 @@ def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
             tree_dir = os.path.join(tree_dir, f"chunk{k}")
         hooks = [] if args.no_verify_each else [ins.VerifyEach(timer)]
         hooks += instrumentations(args, stderr, timer, tree_dir=tree_dir)
+        if args.check_numerics or args.bisect_numerics:
+            from irforge.testing import NumericsCheck
+
+            hooks.append(NumericsCheck(bisect=args.bisect_numerics))
         pm.instrumentations = hooks
         pm.run(module)
         with timer.phase("print"):
