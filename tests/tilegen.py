@@ -107,8 +107,9 @@ def preceding(draw, name: str, options=SCHEDULE_OPTIONS, keep: int = 4):
 
 def schedule(module, passes: list[str]) -> str | None:
     """Run map-to-tile then `passes` on `module` (in place). None when all ran; otherwise the refusal message of the
-    pass whose check refused."""
-    run_pipeline(module, "map-to-tile")
+    pass whose check refused. As in loop-to-tile, loop-dce goes first: loops that never run (extent 0) have no
+    place at the tile level."""
+    run_pipeline(module, "loop-dce,map-to-tile")
     for text in passes:
         refused = schedule_step(module, text)
         if refused is not None:

@@ -255,6 +255,8 @@ class LoopOp(indexing.LoopBase):
         extents = self.extents
         if any(not _is_int(e) or e < 0 for e in extents):
             raise self.error(f"has a negative or non-integer extent in {list(extents)}")
+        if 0 in extents:  # the schedule divides loops among threads: a loop that never runs has no place in it
+            raise self.error(f"never runs (an extent of 0 in {list(extents)}); loop-dce removes such loops first")
         args = self.body.args
         if len(args) != len(extents) or any(a.type != index for a in args):
             raise self.error(f"needs {len(extents)} block argument(s) of type index (the loop indices)")
