@@ -59,15 +59,18 @@ class Program:
     input_names: list[str]
     inputs: list[np.ndarray]
     expected: list[np.ndarray] = field(default_factory=list)
+    state: dict[str, np.ndarray] = field(default_factory=dict)  # the state's values before the example run
 
     def __str__(self) -> str:
         return print_module(self.module)
 
     def __call__(self, *inputs) -> list[np.ndarray]:
-        """Run the level's reference interpreter (on the example inputs when none are given)."""
-        from .interpreter import interpret
+        """Run the level's reference interpreter (on the example inputs and initial state when none are given)."""
+        from .interpreter import entry_function, interpret
 
-        return interpret(self.module, list(inputs) if inputs else self.inputs, self.params)
+        if not inputs:
+            inputs = (*self.inputs, *(self.state[n] for n in entry_function(self.module).state_names()))
+        return interpret(self.module, list(inputs), self.params)
 
     def check(self) -> list:
         """The interpreter's outputs compared with PyTorch eager's, one `testing.Comparison` per output."""
@@ -112,5 +115,6 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
         params=params_in_use(captured.module, captured.params),
         input_names=names,
         inputs=[to_numpy(t) for t in tp.inputs],
-        expected=[to_numpy(t) for t in tp.outputs],
+        expected=[to_numpy(t) for t in tp.outputs] + [to_numpy(tp.buffers_after[n]) for n in captured.state],
+        state=captured.state,
     )
