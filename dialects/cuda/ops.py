@@ -12,7 +12,8 @@ cuda.program @forward {
 }
 
 A program's buffers are its inputs (bound per call, by position), its parameters (model weights, by name: bound
-once), and the allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
+once), its state (by name: memory the runtime keeps across calls, which kernels update in place), and the
+allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
 """
 
 from __future__ import annotations
@@ -145,6 +146,24 @@ class ParamOp(_HostOp):
         p.write("cuda.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
+class StateOp(_HostOp):
+    """State, by name: memory the runtime keeps across calls (and shares between the programs that name it),
+    read and updated in place by the kernels (a KV cache)."""
+
+    name = "cuda.state"
+    operand_names = ()
+    result_names = ("result",)
+    attribute_types = {"sym": SymbolRef}
+    num_regions = 0
+
+    def verify_op(self):
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"binds a tensor, not {self.result.type}")
+
+    def print_custom(self, p):
+        p.write("cuda.state ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+
+
 class AllocOp(_HostOp):
     """A device buffer allocated once and reused by every call (an intermediate or an output)."""
 
@@ -230,4 +249,4 @@ class OutputOp(_HostOp):
             p.write(" ", p.values(self.operands))
 
 
-OPS = (CudaKernelOp, ProgramOp, InputOp, ParamOp, AllocOp, ViewOp, LaunchOp, OutputOp)
+OPS = (CudaKernelOp, ProgramOp, InputOp, ParamOp, StateOp, AllocOp, ViewOp, LaunchOp, OutputOp)
