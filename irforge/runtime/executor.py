@@ -8,8 +8,9 @@ unwritten output shows), and reused by every call: a result is overwritten by th
 Params are bound by name and used in place when they are contiguous CUDA tensors of the right type (copied to the
 GPU otherwise). State (`cuda.state`: a KV cache) is memory that outlives a call: the kernels update it in place.
 The executor allocates each state zero-filled, or uses the tensor `set_state` binds, so several programs (a
-prefill and a decode step) share one cache; `ex.state[name]` is the state's tensor. Launches are pre-packed; a call only rewrites pointer slots. With `use_graph=True` the launch
-sequence is captured once as a CUDA graph and replayed; inputs are then copied into the graph's own buffers.
+prefill and a decode step) share one cache; `ex.state[name]` is the state's tensor. Launches are pre-packed; a
+call only rewrites pointer slots. With `use_graph=True` the launch sequence is captured once as a CUDA graph and
+replayed; inputs are then copied into the graph's own buffers (state and params are not: they stay where they are).
 """
 
 from __future__ import annotations
