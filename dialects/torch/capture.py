@@ -174,6 +174,7 @@ class Captured:
     module: ModuleOp
     params: dict[str, np.ndarray]
     state: dict[str, np.ndarray]  # initial values of the state (buffers the program updates), by name
+    scopes: dict  # op -> path of the innermost module whose call produced it ("" for the top level)
 
 
 def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
@@ -218,17 +219,22 @@ def _capture_error(e: Exception, failed_at) -> IRForgeError:
     return error(f"torch.export cannot capture '{func}': {first}", loc)
 
 
-def capture(model: torch.nn.Module, inputs: tuple, input_names: list[str], entry: str = "forward") -> Captured:
-    """Export `model` on `inputs` and translate the graph to a torch-dialect module."""
+def capture(
+    model: torch.nn.Module, inputs: tuple, input_names: list[str], entry: str = "forward", *, values: bool = True
+) -> Captured:
+    """Export `model` on `inputs` and translate the graph to a torch-dialect module. With `values=False` the
+    param store and initial state stay empty (a model on the meta device, whose weights come from elsewhere)."""
     ep = export(model, inputs)
-    return Translator(ep, input_names).run(entry)
+    return Translator(ep, input_names, values=values).run(entry)
 
 
 class Translator:
     """One exported graph to one `func.func`: placeholders become arguments or params, calls become ops."""
 
-    def __init__(self, ep: torch.export.ExportedProgram, input_names: list[str]):
+    def __init__(self, ep: torch.export.ExportedProgram, input_names: list[str], *, values: bool = True):
         self.ep = ep
+        self.keep_values = values
+        self.scopes: dict = {}  # op -> the path of the innermost module whose call produced it
         self.input_names = list(input_names)
         self.values: dict = {}  # fx node -> Value, or tuple of Values for multi-result ops
         self.params: dict[str, np.ndarray] = {}
@@ -269,9 +275,10 @@ class Translator:
             value = self._param_value(s)
             op = ParamOp([], [tensor_type(value)], {"sym": SymbolRef(s.target)}, result_hints=[s.target])
             body.append(op)
-            self.params[s.target] = to_numpy(value)
+            if self.keep_values:
+                self.params[s.target] = to_numpy(value)
             self.values[node] = op.result
-        for s in state_inputs:
+        for s in state_inputs if self.keep_values else ():
             self.state[s.target] = to_numpy(self.ep.state_dict.get(s.target, self.ep.constants.get(s.target)))
         results: dict = {}  # output spec kind -> values, in order
         for node in graph.nodes:
@@ -289,7 +296,7 @@ class Translator:
         )
         module = ModuleOp()
         module.body.append(func)
-        return Captured(module, self.params, self.state)
+        return Captured(module, self.params, self.state, self.scopes)
 
     def _param_value(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -323,6 +330,8 @@ class Translator:
         hints = [node.name] if len(types) == 1 else [f"{node.name}_{i}" for i in range(len(types))]
         op = AtenOp(operands, types, attrs, loc=loc, name=f"torch.{aten}", result_hints=hints)
         body.append(op)
+        stack = node.meta.get("nn_module_stack") or {}
+        self.scopes[op] = next(reversed(stack.values()))[0] if stack else ""
         self.values[node] = op.results[0] if len(types) == 1 and not isinstance(val, (tuple, list)) else op.results
 
     def _arg(self, a, operands: list, loc: Location):
