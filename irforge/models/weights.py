@@ -24,12 +24,12 @@ from irforge.diagnostics import error
 from .hf import DTYPES
 
 
-def random_weights(types: dict, dtype: str, seed: int = 0, device="cpu") -> dict[str, torch.Tensor]:
+def random_weights(types: dict, dtype: str, seed: int = 0, device="cpu", std: float = 0.02) -> dict[str, torch.Tensor]:
     """HF's initialization, reproducibly: tensor `name` from a generator seeded with (seed, crc32(name))."""
     out = {}
     for name, t in sorted(types.items()):
         g = torch.Generator(device=device).manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
-        x = torch.randn(t.shape, generator=g, device=device, dtype=torch.float32) * 0.02
+        x = torch.randn(t.shape, generator=g, device=device, dtype=torch.float32) * std
         if name.endswith("norm.weight"):
             x += 1.0
         out[name] = x.to(DTYPES[dtype])
@@ -109,7 +109,7 @@ def gguf_weights(path: str, types: dict, dtype: str, config) -> dict[str, torch.
         if config.model_type == "llama" and g.endswith(("attn_q.weight", "attn_k.weight")):
             heads = config.num_attention_heads if "attn_q" in g else config.num_key_value_heads
             w = rotary_permute(w, heads, inverse=True)
-        found[name] = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
+        found[name] = torch.from_numpy(np.array(w, dtype=np.float32))
     return _complete(found, types, dtype, path)
 
 

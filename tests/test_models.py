@@ -1,0 +1,123 @@
+"""Whole models on the CPU: tiny HF Llama and Qwen2 configs (2 layers, hidden 64, random weights) captured whole,
+split at their decoder layers and lowered to the loop level, against HF transformers itself: the prefill's logits,
+the greedy tokens of a prefill and 8 decode steps, each step's logits; weights loaded back from safetensors and
+GGUF files the tests write."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from irforge.models import compile_model  # noqa: E402
+from irforge.models.generate import Interpreted, greedy, hf_greedy, hf_model, hf_step_logits  # noqa: E402
+from irforge.models.weights import gguf_name, load_weights, random_weights, rotary_permute  # noqa: E402
+from irforge.testing import compare  # noqa: E402
+
+# Larger than HF's 0.02: with tiny random weights attention is near uniform and position-blind, and a wrong
+# mask or rotary embedding would still give HF's tokens.
+STD = 0.3
+
+
+def tiny(kind: str):
+    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}[kind]
+    config = cls(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=172,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    config._attn_implementation = "sdpa"
+    return config
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def tiny_model(request):
+    config = tiny(request.param)
+    model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache_dir=None)
+    params = load_weights(None, model.param_types, "f32", config)
+    params.update(random_weights({k: t for k, t in model.param_types.items() if "rotary" not in k}, "f32", 1, std=STD))
+    return config, model, params
+
+
+def test_identical_layers_share_a_segment(tiny_model):
+    _, model, _ = tiny_model
+    for step in model.steps.values():
+        layers = [i for i in step.instances if i.scope.startswith("model.layers.")]
+        assert [i.scope for i in layers] == ["model.layers.0", "model.layers.1"]
+        assert {i.segment for i in layers} == {"layer"}
+        assert set(step.segments) == {"prologue", "layer", "epilogue"}
+        # one parameter set per layer: the segment's relative names bound to each layer's own weights
+        assert layers[1].symbols["self_attn.q_proj.weight"] == "model.layers.1.self_attn.q_proj.weight"
+        assert layers[0].symbols["k_cache"] == "model.layers.0.k_cache"
+
+
+def test_prefill_and_decode_match_hf(tiny_model):
+    config, model, params = tiny_model
+    prompt = np.random.default_rng(0).integers(0, config.vocab_size, (2, 5))
+    lm = hf_model(config, params)
+    ref = hf_greedy(lm, prompt, 9)
+    runner = Interpreted(model, params)
+    ours = greedy(runner, prompt, 9)
+    assert (ours == ref).all(), f"irforge {ours.tolist()} vs HF {ref.tolist()}"
+    want = hf_step_logits(lm, prompt, ref[:, :8])  # the prefill, then the 8 decode steps
+    runner = Interpreted(model, params)
+    got = [runner("prefill", prompt, np.arange(5))]
+    got += [runner("decode", ref[:, t : t + 1], np.array([5 + t])) for t in range(8)]
+    for t, (g, w) in enumerate(zip(got, want)):
+        c = compare(g, w, model.steps["decode"].output_types[0].dtype)
+        assert c.ok, f"step {t}: {c}"
+    assert len(np.unique(ref)) > 3  # the weights make tokens depend on the prompt, not one repeated token
+
+
+def test_safetensors_round_trip(tmp_path, tiny_model):
+    from safetensors.torch import save_file
+
+    config, model, params = tiny_model
+    weights = {k: v for k, v in params.items() if "rotary" not in k}
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(tmp_path / "model.safetensors"))
+    loaded = load_weights(str(tmp_path), model.param_types, "bf16", config)
+    for k, v in weights.items():
+        assert torch.equal(loaded[k], v.to(torch.bfloat16)), k
+
+
+def test_gguf_round_trip(tmp_path, tiny_model):
+    """A GGUF file as llama.cpp writes one (its tensor names, rotary rows permuted for Llama, some tensors
+    quantized to Q8_0) loads back to the HF weights."""
+    import gguf
+
+    config, model, params = tiny_model
+    weights = {k: v for k, v in params.items() if "rotary" not in k}
+    path = str(tmp_path / "model.gguf")
+    w = gguf.GGUFWriter(path, config.model_type)
+    quantized = set()
+    for k, v in weights.items():
+        a = v.float().numpy()
+        if config.model_type == "llama" and k.endswith(("q_proj.weight", "k_proj.weight")):
+            heads = config.num_attention_heads if "q_proj" in k else config.num_key_value_heads
+            a = rotary_permute(a, heads)
+        if k.endswith("mlp.up_proj.weight"):  # 2-D, rows a multiple of Q8_0's block of 32
+            w.add_tensor(
+                gguf_name(k),
+                gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0),
+                raw_dtype=gguf.GGMLQuantizationType.Q8_0,
+            )
+            quantized.add(k)
+        else:
+            w.add_tensor(gguf_name(k), a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    loaded = load_weights(path, model.param_types, "f32", config)
+    for k, v in weights.items():
+        if k in quantized:  # Q8_0: 8 bits per value and one scale per block of 32
+            assert torch.allclose(loaded[k], v, atol=float(v.abs().max()) / 100), k
+        else:
+            assert torch.equal(loaded[k], v), k
+    assert quantized
