@@ -31,7 +31,12 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
     from irforge.compiler import levels
 
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
+    src.add_argument(
+        "file",
+        nargs="?",
+        help="a Python file defining `model` and `example_inputs`; or a MODEL: a built-in (tinyllama-1.1b,"
+        " qwen2.5-7b, smollm2-135m), an HF model directory or config.json",
+    )
     src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
     p.add_argument("--ir", default="tensor", choices=levels(), help="the level to stop at and print (default: tensor)")
     p.add_argument("-o", dest="output", default="-", metavar="FILE", help="write the IR to FILE (default: stdout)")
@@ -39,19 +44,67 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
+    _model_arguments(p.add_argument_group("models (when compiling a MODEL)"))
+
+
+def _model_arguments(g) -> None:
+    g.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    g.add_argument("--batch", type=int, default=1, help="sequences per batch (default: 1)")
+    g.add_argument("--prompt-len", type=int, default=32, help="tokens of the prefill (default: 32)")
+    g.add_argument("--max-len", type=int, default=None, help="tokens the KV cache holds (default: 2x the prompt)")
+
+
+def _is_model(args) -> bool:
+    from irforge.models.configs import BUILTIN
+
+    f = getattr(args, "file", None)
+    return f is not None and (f in BUILTIN or os.path.isdir(f) or f.endswith(".json"))
+
+
+def _hooks(verbose: int, err) -> list:
+    from irforge import instrumentation
+
+    if verbose == 1:
+        return [instrumentation.PrintPassNames(stream=err)]
+    if verbose >= 2:
+        return [instrumentation.PrintIRDiff(stream=err)]
+    return []
+
+
+def _compile_model_run(args, out, err) -> int:
+    from irforge.diagnostics import error
+    from irforge.models import compile_model, describe
+
+    if args.check:
+        raise error("--check on a MODEL: the model tests compare the loop level with HF (tests/test_models.py)")
+    model = compile_model(
+        args.file,
+        dtype=args.dtype,
+        batch=args.batch,
+        prompt_len=args.prompt_len,
+        max_len=args.max_len,
+        level=args.ir,
+        instrumentations=_hooks(args.verbose, err),
+    )
+    text = describe(model, generic=args.generic, debuginfo=args.print_debuginfo)
+    if args.output == "-":
+        out.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    err.write(model.summary() + "\n")
+    return 0
 
 
 def _compile_run(args, out, err) -> int:
-    from irforge import frontend, instrumentation
+    from irforge import frontend
     from irforge.compiler import compile_program
     from irforge.printer import print_module
 
+    if _is_model(args):
+        return _compile_model_run(args, out, err)
     tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
-    hooks = []
-    if args.verbose == 1:
-        hooks.append(instrumentation.PrintPassNames(stream=err))
-    elif args.verbose >= 2:
-        hooks.append(instrumentation.PrintIRDiff(stream=err))
+    hooks = _hooks(args.verbose, err)
     if args.check and args.ir == "cuda":
         from irforge.diagnostics import error
 

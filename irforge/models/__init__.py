@@ -36,10 +36,49 @@ class CompiledModel:
     steps: dict[str, ModelStep]
     param_types: dict[str, object]  # every param the steps read, by the model's name
     seconds: dict[str, float] = field(default_factory=dict)  # capture / lower times
+    cached: bool = False  # read from the compile cache
 
     @property
     def level(self) -> str:
         return next(iter(self.steps.values())).level
+
+    def summary(self) -> str:
+        """One line: what was compiled, how each step splits, how long it took."""
+        parts = []
+        for name, step in self.steps.items():
+            counts = ", ".join(f"@{s} x{len(step.users(s))}" for s in step.segments)
+            parts.append(f"{name}: {counts}")
+        t = sum(self.seconds.values())
+        return (
+            f"{self.spec} ({self.dtype}, batch {self.batch}, prompt {self.prompt_len}, cache {self.max_len}) at the "
+            f"{self.level} level in {t:.1f} s{' (cached)' if self.cached else ''}; " + "; ".join(parts)
+        )
+
+
+def describe(model: CompiledModel, **print_options) -> str:
+    """Each step's distinct segments, each printed once, after a comment naming the instances that run it."""
+    from irforge.printer import print_module
+
+    out = []
+    for name, step in model.steps.items():
+        for seg_name, seg in step.segments.items():
+            users = step.users(seg_name)
+            where = _ranges(users) if any(users) else "the top level"
+            out.append(f"// {name} step, @{seg_name}: run {len(users)} time(s), by {where}\n")
+            out.append(print_module(seg.module, **print_options))
+    return "".join(out)
+
+
+def _ranges(scopes: list[str]) -> str:
+    """`model.layers.0 .. model.layers.21` for a run of consecutive layers (else the list)."""
+    import re
+
+    nums = [re.search(r"(\d+)$", s) for s in scopes]
+    if all(nums) and len(scopes) > 2:
+        idx = [int(m.group(1)) for m in nums]
+        if idx == list(range(idx[0], idx[0] + len(idx))):
+            return f"{scopes[0]} .. {scopes[-1]}"
+    return ", ".join(scopes)
 
 
 def capture_step(config, name: str, dtype: str, batch: int, seq: int, max_len: int) -> tuple[ModelStep, dict]:
@@ -111,4 +150,4 @@ def compile_model(
     return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds)
 
 
-__all__ = ["CompiledModel", "ModelStep", "capture_step", "compile_model", "lower", "run", "split_layers"]
+__all__ = ["CompiledModel", "ModelStep", "capture_step", "compile_model", "describe", "lower", "run", "split_layers"]
