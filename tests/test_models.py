@@ -39,7 +39,7 @@ def tiny(kind: str):
 @pytest.fixture(scope="module", params=["llama", "qwen2"])
 def tiny_model(request):
     config = tiny(request.param)
-    model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache_dir=None)
+    model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache=False)
     params = load_weights(None, model.param_types, "f32", config)
     params.update(random_weights({k: t for k, t in model.param_types.items() if "rotary" not in k}, "f32", 1, std=STD))
     return config, model, params

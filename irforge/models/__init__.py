@@ -9,18 +9,16 @@ The architecture comes from a built-in config (`configs.BUILTIN`), a model direc
 built on the meta device (no weights in memory), wrapped by `hf.CausalLMStep` (HF's forward with HF's static cache
 as buffers) and captured twice: with the prompt's length (the prefill) and with one token (the decode step). Each
 capture is split into segments at the decoder layers (`program.split_layers`), and each distinct segment is
-lowered once, through a cache on disk keyed by its IR, the target level and irforge's sources.
+lowered once. Compiled models are cached on disk (`$IRFORGE_CACHE_DIR/models`).
 """
 
 from __future__ import annotations
 
-import os
+import json
 import time
 from dataclasses import dataclass, field
 
-from .program import ModelStep, lower, run, split_layers
-
-DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "irforge", "segments")
+from .program import ModelStep, code_version, lower, run, split_layers
 
 
 @dataclass
@@ -126,28 +124,136 @@ def compile_model(
     prompt_len: int = 32,
     max_len: int | None = None,
     level: str = "cuda",
-    cache_dir: str | None = DEFAULT_CACHE,
+    cache: bool = True,
     instrumentations=(),
 ) -> CompiledModel:
     """Capture and lower a model's prefill (`prompt_len` tokens) and decode step, for a cache of `max_len` tokens
-    (default: twice the prompt). `spec` is a built-in name, a model directory, a config.json, or an HF config."""
+    (default: twice the prompt). `spec` is a built-in name, a model directory, a config.json, or an HF config.
+
+    The two steps compile in two processes at once (unless instrumentations print passes); at the cuda level each
+    distinct kernel is also compiled by NVRTC for the default target (its cubin cache is the runtime's). The result
+    is cached on disk, keyed by the config, the sizes, the level and the sources of irforge, torch and transformers.
+    """
+    from irforge.runtime.nvrtc import cache_dir
+
     from .configs import load_config
     from .hf import check_sizes
 
     config = load_config(spec) if isinstance(spec, str) else spec
     max_len = max_len or 2 * prompt_len
     check_sizes(config, batch, prompt_len, max_len)
-    steps, params, seconds = {}, {}, {}
-    for name, seq in (("prefill", prompt_len), ("decode", 1)):
-        t = time.perf_counter()
-        steps[name], p = capture_step(config, name, dtype, batch, seq, max_len)
-        params.update(p)
-        seconds[f"capture {name}"] = time.perf_counter() - t
-        t = time.perf_counter()
-        lower(steps[name], level, instrumentations, cache_dir)
-        seconds[f"lower {name}"] = time.perf_counter() - t
     spec_name = spec if isinstance(spec, str) else type(config).__name__
-    return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds)
+    jobs = [(config, name, dtype, batch, seq, max_len, level) for name, seq in (("prefill", prompt_len), ("decode", 1))]
+    path = cache_dir() / "models" / f"{_cache_key(jobs)}.json" if cache else None
+    t = time.perf_counter()
+    if path is not None and path.exists():
+        done = json.loads(path.read_text())
+        cached = True
+    else:
+        if instrumentations:
+            done = [_compile_step(*job, instrumentations=instrumentations) for job in jobs]
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+                done = list(pool.map(_compile_step, *zip(*jobs)))
+        cached = False
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(done))
+            tmp.replace(path)
+    steps = {d["step"]["name"]: load_step(d["step"]) for d in done}
+    params = {k: _type(v) for d in done for k, v in d["params"].items()}
+    seconds = {k: v for d in done for k, v in d["seconds"].items()}
+    if cached:
+        seconds = {"read from the cache": time.perf_counter() - t}
+    return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds, cached)
+
+
+def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentations=()) -> dict:
+    """One step captured and lowered (a worker's job): its serialized form, param types and timings."""
+    t = time.perf_counter()
+    step, params = capture_step(config, name, dtype, batch, seq, max_len)
+    seconds = {f"capture {name}": time.perf_counter() - t}
+    t = time.perf_counter()
+    lower(step, level, instrumentations)
+    seconds[f"lower {name}"] = time.perf_counter() - t
+    if level == "cuda":
+        t = time.perf_counter()
+        _nvrtc(step)
+        seconds[f"nvrtc {name}"] = time.perf_counter() - t
+    return {"step": dump_step(step), "params": {k: _untype(v) for k, v in params.items()}, "seconds": seconds}
+
+
+def _nvrtc(step: ModelStep) -> None:
+    """Compile every kernel of the step to a cubin for the default target (into the runtime's cache)."""
+    from irforge.dialects.cuda import ops as C
+    from irforge.runtime.nvrtc import compile_cuda, default_arch
+
+    arch = default_arch()
+    for seg in step.segments.values():
+        for op in seg.module.body.ops:
+            if isinstance(op, C.CudaKernelOp):
+                compile_cuda(op.attributes["source"], op.attributes["sym_name"], arch=arch)
+
+
+def _cache_key(jobs) -> str:
+    import hashlib
+
+    import torch
+    import transformers
+
+    config = jobs[0][0]
+    what = [config.to_json_string(), [j[1:] for j in jobs], code_version(), torch.__version__, transformers.__version__]
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _type(t):
+    from irforge.types import ScalarType, TensorType
+
+    return TensorType(ScalarType(t[0]), tuple(t[1]))
+
+
+def _untype(t):
+    return [t.dtype.name, list(t.shape)]
+
+
+def dump_step(step: ModelStep) -> dict:
+    """A step as JSON data: its segments as IR text."""
+    from dataclasses import asdict
+
+    from irforge.printer import print_module
+
+    return {
+        "name": step.name,
+        "level": step.level,
+        "segments": {n: print_module(s.module) for n, s in step.segments.items()},
+        "instances": [asdict(i) for i in step.instances],
+        "inputs": [[n, _untype(t)] for n, t in step.inputs],
+        "outputs": step.outputs,
+        "output_types": [_untype(t) for t in step.output_types],
+        "state": {n: _untype(t) for n, t in step.state.items()},
+    }
+
+
+def load_step(d: dict) -> ModelStep:
+    from irforge.parser import parse_module
+
+    from .program import Instance, Segment
+
+    segments = {n: Segment(n, parse_module(text, f"<{d['name']} @{n}>")) for n, text in d["segments"].items()}
+    return ModelStep(
+        d["name"],
+        segments,
+        [Instance(**i) for i in d["instances"]],
+        [(n, _type(t)) for n, t in d["inputs"]],
+        d["outputs"],
+        [_type(t) for t in d["output_types"]],
+        {n: _type(t) for n, t in d["state"].items()},
+        d["level"],
+    )
 
 
 __all__ = ["CompiledModel", "ModelStep", "capture_step", "compile_model", "describe", "lower", "run", "split_layers"]

@@ -183,33 +183,18 @@ def _read_outside(v: Value, inside: set, ret: ReturnOp) -> bool:
 
 
 # ---- lowering --------------------------------------------------------------------------------------------------
-def lower(step: ModelStep, level: str, instrumentations=(), cache_dir: str | None = None) -> None:
-    """Lower every distinct segment to `level` (kernels named after their segment, so that segments' kernels
-    never clash), through the on-disk cache when one is given."""
+def lower(step: ModelStep, level: str, instrumentations=()) -> None:
+    """Lower every distinct segment to `level`, its kernels named after the segment (`layer_k_linear`), so that
+    the segments' kernels never clash in one program."""
     from irforge.compiler import LOWERINGS
-    from irforge.parser import parse_module
     from irforge.pass_manager import run_pipeline
-    from irforge.printer import print_module
 
     order = list(LOWERINGS)
     for seg in step.segments.values():
-        path = None
-        if cache_dir is not None:
-            key = hashlib.sha256((print_module(seg.module) + level + code_version()).encode()).hexdigest()[:32]
-            path = os.path.join(cache_dir, f"{key}.ir")
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    seg.module = parse_module(f.read(), path)
-                continue
         for lvl in order[order.index(step.level) + 1 : order.index(level) + 1]:
             run_pipeline(seg.module, LOWERINGS[lvl], instrumentations=instrumentations)
             if lvl == "loop":
                 _prefix_kernels(seg)
-        if path is not None:
-            os.makedirs(cache_dir, exist_ok=True)
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(print_module(seg.module))
-            os.replace(path + ".tmp", path)
     step.level = level
 
 
