@@ -172,12 +172,49 @@ def _run_run(args, out, err) -> int:
     return 0
 
 
+# ---- generate ----------------------------------------------------------------------------------------------------
+def _generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "model", help="a built-in (tinyllama-1.1b, qwen2.5-7b, smollm2-135m), an HF model dir or config.json"
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="the prompt, as text (needs the model directory's tokenizer.json)")
+    src.add_argument("--ids", help="the prompt as token ids: 1,2,3")
+    p.add_argument("-n", dest="tokens", type=int, default=32, help="tokens to generate per sequence (default: 32)")
+    p.add_argument("--batch", type=int, default=1, help="sequences, each the prompt (default: 1)")
+    p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    p.add_argument(
+        "--weights",
+        help="a safetensors directory or a .gguf file (default: the model directory's "
+        "safetensors, else random weights)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of random weights (default: 0)")
+    p.add_argument("--no-compare", action="store_true", help="skip HF eager and torch.compile")
+
+
+def _generate_run(args, out, err) -> int:
+    from irforge.runtime import has_gpu
+
+    if not has_gpu():
+        err.write("irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n")
+        return 1
+    from irforge.models.cli import generate
+
+    return generate(args, out, err)
+
+
 COMMANDS = {
     c.name: c
     for c in [
         Command("compile", "capture a PyTorch program and print its IR at a level", _compile_arguments, _compile_run),
         Command(
             "run", "compile a PyTorch program to CUDA, run it on the GPU, compare with eager", _run_arguments, _run_run
+        ),
+        Command(
+            "generate",
+            "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
+            _generate_arguments,
+            _generate_run,
         ),
     ]
 }

@@ -144,7 +144,7 @@ def compile_model(
     check_sizes(config, batch, prompt_len, max_len)
     spec_name = spec if isinstance(spec, str) else type(config).__name__
     jobs = [(config, name, dtype, batch, seq, max_len, level) for name, seq in (("prefill", prompt_len), ("decode", 1))]
-    path = cache_dir() / "models" / f"{_cache_key(jobs)}.json" if cache else None
+    path = cache_dir().parent / "models" / f"{_cache_key(jobs)}.json" if cache else None
     t = time.perf_counter()
     if path is not None and path.exists():
         done = json.loads(path.read_text())

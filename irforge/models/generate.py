@@ -38,15 +38,16 @@ class Interpreted:
 
 
 def greedy(runner, prompt, n: int) -> np.ndarray:
-    """`n` new tokens per sequence of `prompt` [B, S], each the argmax of the logits (ties to the lowest id)."""
+    """`n` new tokens per sequence of `prompt` [B, S], each the argmax of the logits (ties to the lowest id). The
+    tokens stay where the runner's logits are (numpy arrays or CUDA tensors) until the end."""
     prompt = np.asarray(prompt, dtype=np.int64)
     s = prompt.shape[1]
     logits = runner("prefill", prompt, np.arange(s, dtype=np.int64))
-    tokens = [np.asarray(logits).argmax(-1)]
+    tokens = [logits.argmax(-1)]
     for t in range(n - 1):
         logits = runner("decode", tokens[-1][:, None], np.array([s + t], dtype=np.int64))
-        tokens.append(np.asarray(logits).argmax(-1))
-    return np.stack(tokens, axis=1)
+        tokens.append(logits.argmax(-1))
+    return np.stack([np.asarray(t.cpu()) if isinstance(t, torch.Tensor) else t for t in tokens], axis=1)
 
 
 def hf_model(config, params: dict, dtype: str = "f32", device="cpu"):
