@@ -172,6 +172,33 @@ def compile_model(
     return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds, cached)
 
 
+def save_compiled(model: CompiledModel, path: str) -> None:
+    """Write a compiled model (config, sizes, both steps' IR) to a JSON file `load_compiled` reads back."""
+    data = {
+        "spec": model.spec,
+        "config": model.config.to_dict(),
+        "sizes": [model.dtype, model.batch, model.prompt_len, model.max_len],
+        "steps": [dump_step(s) for s in model.steps.values()],
+        "params": {k: _untype(t) for k, t in model.param_types.items()},
+        "seconds": model.seconds,
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+
+
+def load_compiled(path: str) -> CompiledModel:
+    from transformers import AutoConfig
+
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    fields = dict(data["config"])
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    config._attn_implementation = "sdpa"
+    steps = {d["name"]: load_step(d) for d in data["steps"]}
+    params = {k: _type(t) for k, t in data["params"].items()}
+    return CompiledModel(data["spec"], config, *data["sizes"], steps, params, data["seconds"], cached=True)
+
+
 def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentations=()) -> dict:
     """One step captured and lowered (a worker's job): its serialized form, param types and timings."""
     t = time.perf_counter()
@@ -256,4 +283,15 @@ def load_step(d: dict) -> ModelStep:
     )
 
 
-__all__ = ["CompiledModel", "ModelStep", "capture_step", "compile_model", "describe", "lower", "run", "split_layers"]
+__all__ = [
+    "CompiledModel",
+    "ModelStep",
+    "capture_step",
+    "compile_model",
+    "describe",
+    "load_compiled",
+    "lower",
+    "run",
+    "save_compiled",
+    "split_layers",
+]
