@@ -39,6 +39,7 @@ class LiftToLoop(Pass):
 def _lift_function(func: FuncOp) -> None:
     taken: set[str] = set()
     in_place = _in_place_scatters(func)
+    _snapshot_state(func, in_place, taken)
     for op in list(func.body.ops):
         if isinstance(op, ReturnOp) or op.dialect != "tensor":
             if op.dialect not in ("func", "loop"):
@@ -75,6 +76,30 @@ def _in_place_scatters(func: FuncOp) -> set:
         if all(func.body.ops.index(u) < at for u in arg.users if u is not op):
             found.add(op)
     return found
+
+
+def _snapshot_state(func: FuncOp, in_place: set, taken: set) -> None:
+    """A state's argument and its new value share memory: where the value on entry is read at or after the op
+    computing the new value (other than an in-place scatter, which reads only the updates), those reads go to a
+    copy of it made first."""
+    ops = func.body.ops
+    ret = ops[-1]
+    for name, arg, pos in func.state_pairs():
+        writer = getattr(ret.operands[pos], "op", None)
+        if writer is None or writer in in_place or writer not in ops:
+            continue
+        at = ops.index(writer)
+        if all(ops.index(u) < at for u in arg.users if u is not ret):
+            continue
+        b = Builder.before_op(ops[0], func.loc)
+        copy = b.insert(BufferOp.build(arg.type, f"{name}.entry", func.loc)).result
+        kernel = b.insert(KernelOp.build(kernel_name(func.loc, "k_state_entry", taken), func.loc))
+        subs, kb = _free_loops(Builder.at_end(kernel.body, func.loc), arg.type.shape)
+        kb.store(copy, subs, kb.load(arg, subs))
+        for user in [u for u in arg.users if u is not ret and not kernel.is_ancestor_of(u)]:
+            for i, v in enumerate(user.operands):
+                if v is arg:
+                    user.set_operand(i, copy)
 
 
 def _own_state_buffers(func: FuncOp, taken: set) -> None:
