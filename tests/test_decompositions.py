@@ -260,6 +260,31 @@ def test_advanced_indexing(dtype, shape, data):
     assert lowered(after)
 
 
+@SETTINGS
+@given(FLOAT, st.lists(DIM, min_size=1, max_size=3), st.data())
+def test_scatters(dtype, shape, data):
+    """index_put through one index tensor and index_copy, with distinct (possibly negative) positions."""
+    rank = len(shape)
+    dim = data.draw(st.integers(0, rank - 1))
+    n = shape[dim]
+    k = data.draw(st.integers(1, n))
+    picked = data.draw(st.permutations(range(n)))[:k]
+    negative = [p - n if data.draw(st.booleans()) else p for p in picked]  # x[..., -1] is x's last
+    upd = [k if i == dim else s for i, s in enumerate(shape)]
+    nones = ", ".join(["none"] * dim + ["%neg"])
+    text = program(
+        [("x", t(dtype, shape)), ("neg", t("i64", [k])), ("pos", t("i64", [k])), ("v", t(dtype, upd))],
+        [
+            f"%a = torch.aten.index_put(%x, [{nones}], %v) : {t(dtype, shape)}",
+            f"%b = torch.aten.index_copy(%x, {dim}, %pos, %v) : {t(dtype, shape)}",
+        ],
+        [("a", t(dtype, shape)), ("b", t(dtype, shape))],
+    )
+    values = {"neg": np.array(negative), "pos": np.array(picked), "x": None, "v": None}
+    after = check_pipeline(parse_module(text), "decompose-scatter", inputs=values, seeds=(0, 1))
+    assert lowered(after)
+
+
 # ---- scans -------------------------------------------------------------------------------------------------------
 @SETTINGS
 @given(st.sampled_from(["f32", "bf16", "i64", "bool"]), st.lists(DIM, min_size=1, max_size=3), st.data())

@@ -8,17 +8,18 @@ from irforge.ir import Value
 from .common import Decomposition, rtype
 
 
-def _positions(b: TensorBuilder, idx: Value, n: int) -> Value:
-    """An index tensor as the 1-D positions a scatter takes, negative ones counted from the end (as Python does)."""
+def _positions(b: TensorBuilder, idx: Value, n: int | None = None) -> Value:
+    """An index tensor as the 1-D positions a scatter takes; with `n`, negative ones count from the end (Python
+    indexing; index_copy takes none)."""
     flat = b.reshape(idx, [idx.type.numel])
-    return b.select(b.ew("lt", flat, 0), b.ew("add", flat, n), flat)
+    return flat if n is None else b.select(b.ew("lt", flat, 0), b.ew("add", flat, n), flat)
 
 
 def _index_copy(op: AtenOp, b: TensorBuilder):
     """x.index_copy(dim, index, source): source's slices along dim written at the positions index holds."""
     x, dim, index, source = op.arg(0, "self"), op.arg(1, "dim"), op.arg(2, "index"), op.arg(3, "source")
     dim %= max(x.type.rank, 1)
-    pos = _positions(b, index, x.type.shape[dim])
+    pos = _positions(b, index)
     shape = (*x.type.shape[:dim], pos.type.shape[0], *x.type.shape[dim + 1 :])
     return b.scatter(x, pos, b.reshape(b.cast(source, x.type.dtype), shape), dim)
 
