@@ -394,6 +394,20 @@ def writer(buffer: Value) -> KernelOp | None:
     return None
 
 
+def updated_states(func: FuncOp, upto: KernelOp) -> set:
+    """State arguments whose value on entry is gone once kernel `upto` has run: a kernel at or before it wrote the
+    state's result buffer (the same memory). Fusion must not move a load of one to or past that point."""
+    ret = func.body.ops[-1]
+    ks = kernels(func)
+    at = ks.index(upto)
+    gone = set()
+    for _, arg, pos in func.state_pairs():
+        w = writer(ret.operands[pos])
+        if w is not None and w in ks and ks.index(w) <= at:
+            gone.add(arg)
+    return gone
+
+
 def reader_kernels(buffer: Value) -> list[KernelOp]:
     out = []
     for op in buffer.users:
@@ -665,7 +679,10 @@ def _fuse_sweep(func: FuncOp, accept, interchange: bool) -> bool:
                 p = producer_of(buf)
                 if p is not None and p.kernel is not consumer:
                     candidates.append(p)
+            gone = updated_states(func, consumer)
             for p in sorted(candidates, key=lambda p: -order[id(p.kernel)]):
+                if any(isinstance(op, LoadOp) and op.buffer in gone for op in p.slice()):
+                    continue  # the producer reads a state the consumer's position has already updated
                 trial = measure(consumer, p, interchange)
                 if accept(trial):
                     fused = trial
