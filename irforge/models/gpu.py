@@ -7,6 +7,8 @@ step replayed as a CUDA graph; the KV cache one set of state tensors both steps 
 
 from __future__ import annotations
 
+import numpy as np
+
 from irforge.builtin import ModuleOp
 from irforge.dialects.cuda import ops as C
 from irforge.ir import Block, Operation, Region
@@ -78,6 +80,7 @@ class OnGPU:
         from irforge.runtime import Executor
 
         self.torch = torch
+        self.max_len = model.max_len
         self.executors = {}
         for name, step in model.steps.items():
             ex = Executor(link(step), use_graph=graph and name == "decode")
@@ -93,6 +96,10 @@ class OnGPU:
             t.zero_()
 
     def __call__(self, step: str, input_ids, cache_position):
+        from irforge.diagnostics import error
+
+        if int(np.max(cache_position)) >= self.max_len:
+            raise error(f"position {int(np.max(cache_position))} is past the cache's {self.max_len} tokens")
         torch = self.torch
         dev = torch.device("cuda")
         ids = torch.as_tensor(input_ids, dtype=torch.long, device=dev)
