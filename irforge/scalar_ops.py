@@ -172,8 +172,11 @@ class Monoid:
 
     The combine is data, not code: `combine_program(width)` is a straight-line program over this table's scalar ops
     whose inputs are `a0..`, `b0..` (the two carriers) and whose `outputs` name the combined carrier, so the numpy
-    interpreters and the CUDA emitter derive their combine from the one definition here. `reduce` is the numpy fold
-    of a whole axis (the interpreters' fast path); it must agree with folding `combine`, which the tests check.
+    interpreters and the CUDA emitter derive their combine from the one definition here. So is the fold of many
+    elements at once (a register tile's lanes, an array axis): `fold_program(width)` is a program over inputs
+    `a0..` (element components) whose `fold:<op>` steps reduce over the folded axes (their results broadcast back
+    where later steps use them). `reduce` runs it on numpy; it must agree with folding `combine`, which the tests
+    check.
     """
 
     name: str
@@ -236,6 +239,35 @@ class Monoid:
             outputs.append(f"r{i}")
         return tuple(steps), tuple(outputs)
 
+    def fold_program(self, width: int) -> tuple[tuple[CombineStep, ...], tuple[str, ...]]:
+        """The fold of many element carriers at once (inputs `a0..`; `fold:<scalar op>` reduces over the folded
+        axes with that op): (steps, output names)."""
+        if self.name != "online":
+            return (CombineStep("r0", f"fold:{self.op}", ("a0",)),), ("r0",)
+        # m = max(x); s_i = sum(w_i * exp(x - m)); when every x is -inf, m is -inf and the sums are 0 (not the NaN of
+        # exp(-inf - -inf)).
+        steps = [
+            CombineStep("m", "fold:maximum", ("a0",)),
+            CombineStep("d", "sub", ("a0", "m")),
+            CombineStep("e", "exp", ("d",)),
+            CombineStep("z", "eq", ("m", float("-inf"))),
+        ]
+        outputs = ["m"]
+        for i in range(1, width):
+            steps += [
+                CombineStep(f"p{i}", "mul", (f"a{i}", "e")),
+                CombineStep(f"s{i}", "fold:add", (f"p{i}",)),
+                CombineStep(f"r{i}", "select", ("z", 0.0, f"s{i}")),
+            ]
+            outputs.append(f"r{i}")
+        return tuple(steps), tuple(outputs)
+
+    def folds_into_carrier(self) -> bool:
+        """Whether folding elements and then combining with a carrier is folding them starting from the carrier
+        (one fold step with the combine's own op), so an accumulator can take the elements one after another."""
+        steps, _ = self.fold_program(1)
+        return len(steps) == 1 and steps[0].op == f"fold:{self.op}"
+
     def combine(self, a: tuple, b: tuple, dtypes: list[ScalarType]) -> tuple:
         """Run `combine_program` on numpy arrays (carrier components of `dtypes`)."""
         steps, outputs = self.combine_program(len(dtypes))
@@ -247,18 +279,32 @@ class Monoid:
         return tuple(quantize(env[o], t) for o, t in zip(outputs, dtypes))
 
     def reduce(self, components: tuple, axis: int, dtypes: list[ScalarType]) -> tuple:
-        """Fold whole `axis` of each component (element carriers) from the identity; one result per component."""
+        """Fold whole `axis` of each component (element carriers) from the identity, by `fold_program`; one result
+        per component."""
+        steps, outputs = self.fold_program(len(dtypes))
+        env = {f"a{i}": np.asarray(x) for i, x in enumerate(components)}
         with np.errstate(all="ignore"):
-            if self.name == "online":
-                x = components[0]
-                m = np.max(x, axis=axis, initial=-np.inf)
-                scale = np.where(x == -np.inf, 0.0, np.exp(x - np.expand_dims(m, axis)))
-                out = (m, *(np.sum(w * scale, axis=axis) for w in components[1:]))
-            elif self.name in ("max", "min"):
-                out = (self.numpy_reduce(components[0], axis=axis, initial=self.identity(dtypes[0])),)
-            else:
-                out = (self.numpy_reduce(components[0], axis=axis),)
-        return tuple(quantize(o, t) for o, t in zip(out, dtypes))
+            for st in steps:
+                args = [env[x] if isinstance(x, str) else x for x in st.args]
+                if st.op.startswith("fold:"):
+                    env[st.result] = np.expand_dims(_fold(st.op.removeprefix("fold:"), args[0], axis), axis)
+                else:
+                    env[st.result] = SCALAR_OPS[st.op].numpy(*args)
+        return tuple(quantize(np.squeeze(env[o], axis), t) for o, t in zip(outputs, dtypes))
+
+
+def _fold(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """Reduce `axis` of `x` with scalar op `op` (add, mul, maximum, minimum); an empty max or min is its identity."""
+    if op in ("add", "mul"):
+        return (np.sum if op == "add" else np.prod)(x, axis=axis)
+    if x.dtype.kind == "f":
+        initial = -np.inf if op == "maximum" else np.inf
+    elif x.dtype == np.bool_:
+        initial = op == "minimum"
+    else:
+        info = np.iinfo(x.dtype)
+        initial = info.min if op == "maximum" else info.max
+    return (np.max if op == "maximum" else np.min)(x, axis=axis, initial=initial)
 
 
 MONOIDS: dict[str, Monoid] = {

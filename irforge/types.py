@@ -31,6 +31,11 @@ class ScalarType(Type):
         return _SCALAR_INFO[self.name][0]
 
     @property
+    def bytes(self) -> int:
+        """Bytes an element takes in memory (a bool one)."""
+        return max(1, self.bits // 8)
+
+    @property
     def is_float(self) -> bool:
         return _SCALAR_INFO[self.name][1] == "f"
 

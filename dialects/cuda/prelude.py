@@ -146,7 +146,7 @@ template <> struct irf_bits<4> { typedef unsigned int type; };
 template <> struct irf_bits<8> { typedef uint2 type; };
 template <> struct irf_bits<16> { typedef uint4 type; };
 
-template <typename T, int N> IRF_DEV void irf_load(T (&dst)[N], const T* src) {
+template <int N, typename T> IRF_DEV void irf_load_n(T* dst, const T* src) {
   constexpr int BYTES = N * (int)sizeof(T);
   constexpr int CHUNK = BYTES < 16 ? BYTES : 16;
   static_assert(BYTES % CHUNK == 0 && (CHUNK & (CHUNK - 1)) == 0, "vector accesses move 1, 2, 4, 8 or 16k bytes");
@@ -158,7 +158,7 @@ template <typename T, int N> IRF_DEV void irf_load(T (&dst)[N], const T* src) {
   }
 }
 
-template <typename T, int N> IRF_DEV void irf_store(T* dst, const T (&src)[N]) {
+template <int N, typename T> IRF_DEV void irf_store_n(T* dst, const T* src) {
   constexpr int BYTES = N * (int)sizeof(T);
   constexpr int CHUNK = BYTES < 16 ? BYTES : 16;
   static_assert(BYTES % CHUNK == 0 && (CHUNK & (CHUNK - 1)) == 0, "vector accesses move 1, 2, 4, 8 or 16k bytes");
@@ -170,6 +170,10 @@ template <typename T, int N> IRF_DEV void irf_store(T* dst, const T (&src)[N]) {
     reinterpret_cast<chunk_t*>(dst)[k] = v;
   }
 }
+
+// A whole register tile of contiguous elements.
+template <typename T, int N> IRF_DEV void irf_load(T (&dst)[N], const T* src) { irf_load_n<N>(dst, src); }
+template <typename T, int N> IRF_DEV void irf_store(T* dst, const T (&src)[N]) { irf_store_n<N>(dst, src); }
 
 // Swizzle<B, M, S> of an element offset: XOR bits [M, M + B) with bits [M + S, M + S + B).
 template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle(I o) {

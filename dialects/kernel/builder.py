@@ -135,10 +135,14 @@ class KernelBuilder:
     def insert(self, element: Value, tile: Value, position, hint: str | None = None) -> Value:
         return self._add(K.InsertOp([element, tile], [tile.type], {"position": tuple(position)}), hint)
 
-    def reduce(self, kind: str, tile: Value, axes=None, hint: str | None = None) -> Value:
+    def reduce(self, kind: str, tile: Value, axes=None, init: Value | None = None, hint: str | None = None) -> Value:
         t = tile.type
         attrs = {"kind": kind, "axes": tuple(axes) if axes is not None else tuple(range(t.rank))}
-        return self._add(K.ReduceOp([tile], K.ReduceOp.infer_result_types([t], attrs), attrs), hint)
+        operands = [tile] if init is None else [tile, init]
+        return self._add(K.ReduceOp(operands, K.ReduceOp.infer_result_types([t], attrs), attrs), hint)
+
+    def reshape(self, tile: Value, t: TensorType, hint: str | None = None) -> Value:
+        return self._add(K.ReshapeOp([tile], [t]), hint)
 
     # ---- monoid carriers ----------------------------------------------------------------------------------------
     def combine(self, monoid: str, a: list[Value], b: list[Value]) -> list[Value]:
@@ -197,8 +201,9 @@ class KernelBuilder:
     def store(self, value: Value, mem: Value, idx) -> Operation:
         return self._indexed(K.StoreOp, [value, mem], {"index": list(idx)})
 
-    def atomic(self, kind: str, value: Value, mem: Value, idx) -> Operation:
-        return self._indexed(K.AtomicOp, [value, mem], {"index": list(idx)}, attrs={"kind": kind})
+    def atomic(self, kind: str, value: Value, mem: Value, idx, strides=None) -> Operation:
+        attrs = {"kind": kind} | ({"strides": tuple(strides)} if strides is not None else {})
+        return self._indexed(K.AtomicOp, [value, mem], {"index": list(idx)}, attrs=attrs)
 
     def barrier(self) -> Operation:
         return self._add(K.BarrierOp((), ()))

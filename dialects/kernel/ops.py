@@ -9,6 +9,7 @@ expressions in Python (`Val(row) * 2048 + Val(col)`), and `bind_values` turns th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,6 +18,7 @@ from irforge.attributes import UNIT, SymbolRef
 from irforge.index_expr import AffineMap, IndexExpr
 from irforge.ir import Block, Operation, Region, Value
 from irforge.scalar_ops import MONOIDS, SCALAR_OPS
+from irforge.target import target
 from irforge.types import FunctionType, ScalarType, TensorType, boolean, index
 
 from .fragments import MMA_SHAPES
@@ -183,8 +185,9 @@ class KernelFuncOp(Operation):
             dims = self.attributes[what]
             if len(dims) != 3 or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims):
                 raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
-        if self.threads > 1024:
-            raise self.error(f"has {self.threads} threads per block; the limit is 1024")
+        limit = target().max_threads
+        if self.threads > limit:
+            raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
         if self.attributes.get("index_bits", 32) not in (32, 64):
             raise self.error("'index_bits' must be 32 or 64")
         if self.parent_op is not None and self.parent_op.name != "builtin.module":
@@ -466,21 +469,76 @@ def p_attr(v) -> str:
 
 
 def elementwise_result_type(op_name: str, types) -> object:
-    """The result type of scalar op `op_name` applied elementwise: scalars broadcast against one tile or fragment
-    shape; the element type follows the scalar op table. Raises ValueError with a reason."""
+    """The result type of scalar op `op_name` applied elementwise: scalars broadcast against tiles and fragments,
+    register tiles of one rank broadcast against each other along dimensions of size 1 (an `f32[8,1]` column times
+    an `f32[1,8]` row is the `f32[8,8]` outer product), fragments take only their own layout; the element type
+    follows the scalar op table. Raises ValueError with a reason."""
     containers = [t for t in types if not isinstance(t, ScalarType)]
     for t in containers:
         if not isinstance(t, (TensorType, FragType)):
             raise ValueError(f"operands must be scalars, register tiles or fragments, got {t}")
-        if _shape_key(t) != _shape_key(containers[0]):
-            raise ValueError(f"operand shapes differ: {containers[0]} and {t}")
     elt = SCALAR_OPS[op_name].result_type([element_type(t) for t in types])
-    return with_element_type(containers[0], elt) if containers else elt
+    if not containers:
+        return elt
+    frags = [t for t in containers if isinstance(t, FragType)]
+    if frags:
+        if any(t != with_element_type(frags[0], t.dtype) for t in containers):
+            raise ValueError(
+                f"operand shapes differ: {containers[0]} and {next(t for t in containers if t != containers[0])}"
+            )
+        return with_element_type(frags[0], elt)
+    return TensorType(elt, broadcast_shape([t.shape for t in containers]))
 
 
-def _shape_key(t):
-    """What must agree between tile operands of an elementwise op: the tile's shape, or the fragment's layout."""
-    return ("tile", t.shape) if isinstance(t, TensorType) else ("frag", t.role, t.shape)
+def broadcast_shape(shapes) -> tuple[int, ...]:
+    """The shape register tiles of one rank broadcast to (each dimension equal, or 1). Raises ValueError."""
+    out = list(shapes[0])
+    for s in shapes[1:]:
+        if len(s) != len(out):
+            raise ValueError(f"operand shapes differ: {list(shapes[0])} and {list(s)} (tiles of one rank broadcast)")
+        for d, n in enumerate(s):
+            if n != out[d] and 1 not in (n, out[d]):
+                raise ValueError(f"operand shapes differ: {list(shapes[0])} and {list(s)} do not broadcast")
+            out[d] = max(out[d], n)
+    return tuple(out)
+
+
+def tile_offsets(shape, strides) -> list[int]:
+    """Element offsets (row-major over the tile) of a strided tile access: element i sits at sum(i_d * strides_d)."""
+    out = [0]
+    for n, s in zip(shape, strides):
+        out = [o + k * s for o in out for k in range(n)]
+    return out
+
+
+def run_dim(shape, strides) -> int | None:
+    """The dimension a strided tile access moves along as vectors: the last one of stride 1 and size > 1."""
+    return next((d for d in reversed(range(len(shape))) if strides[d] == 1 and shape[d] > 1), None)
+
+
+def access_runs(t: TensorType, strides, width: int | None = None) -> tuple[int, list[tuple[int, list[int]]]]:
+    """(run, [(offset, tile positions)]): a strided tile access as runs of `run` contiguous elements along
+    `run_dim` (its whole length, or `width` elements a run; 1 when there is none), each starting at an element
+    offset and filling those flat tile positions."""
+    shape = t.shape
+    d = run_dim(shape, strides)
+    if d is None or width == 1:
+        return 1, [(o, [k]) for k, o in enumerate(tile_offsets(shape, strides))]
+    run = width or shape[d]
+    inner = math.prod(shape[d + 1 :])
+    runs = []
+    for k, o in enumerate(tile_offsets(shape, strides)):
+        if (k // inner) % run == 0:
+            runs.append((o, [k + j * inner for j in range(run)]))
+    return run, runs
+
+
+def default_strides(shape) -> tuple[int, ...]:
+    out, n = [], 1
+    for d in reversed(shape):
+        out.append(n)
+        n *= d
+    return tuple(reversed(out))
 
 
 class ScalarMathOp(KernelOp):
@@ -541,7 +599,8 @@ class CastOp(KernelOp):
 
 
 class SplatOp(KernelOp):
-    """A register tile (or fragment) with every element equal to a scalar."""
+    """A register tile (or fragment) with every element equal to a scalar, or a tile broadcast to a larger one
+    along its dimensions of size 1."""
 
     name = "kernel.splat"
     operand_names = ("input",)
@@ -550,12 +609,40 @@ class SplatOp(KernelOp):
     traits = frozenset({"pure"})
 
     def verify_op(self):
-        r = self.result.type
-        if not isinstance(r, (TensorType, FragType)) or element_type(r) != self.input.type:
-            raise self.error(f"splats a {self.input.type} into a tile of the same element type, not {r}")
+        r, s = self.result.type, self.input.type
+        if not isinstance(r, (TensorType, FragType)) or element_type(r) != element_type(s):
+            raise self.error(f"splats a {s} into a tile of the same element type, not {r}")
+        if isinstance(s, TensorType):
+            try:
+                ok = isinstance(r, TensorType) and broadcast_shape([s.shape, r.shape]) == r.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise self.error(f"cannot broadcast {s} to {r}")
+        elif not isinstance(s, ScalarType):
+            raise self.error(f"splats a scalar or a register tile, not {s}")
 
     def print_custom(self, p):
         p.write("kernel.splat ", p.value(self.input), " : ", p.type(self.result.type))
+
+
+class ReshapeOp(KernelOp):
+    """The same register tile (its elements in the same order) with another shape: free."""
+
+    name = "kernel.reshape"
+    operand_names = ("input",)
+    result_names = ("result",)
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    def verify_op(self):
+        s, r = self.input.type, self.result.type
+        if not isinstance(s, TensorType) or not isinstance(r, TensorType) or s.dtype != r.dtype or s.numel != r.numel:
+            raise self.error(f"reshapes a register tile to one of the same element type and size, not {s} to {r}")
+
+    def print_custom(self, p):
+        s, r = self.input.type, self.result.type
+        p.write("kernel.reshape ", p.value(self.input), " : ", p.type(s), " to ", p.type(r))
 
 
 def _check_position(op, t, pos) -> None:
@@ -616,10 +703,12 @@ class InsertOp(KernelOp):
 
 
 class ReduceOp(KernelOp):
-    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid."""
+    """Combine the elements of one thread's register tile over some axes (all by default) with a monoid; `into
+    %acc` folds them into an accumulator, one element after another in order (a sum of products then compiles to
+    a chain of fused multiply-adds)."""
 
     name = "kernel.reduce"
-    operand_names = ("input",)
+    operand_names = ("input", "*init")
     result_names = ("result",)
     attribute_types = {"kind": str, "axes": tuple}
     num_regions = 0
@@ -634,6 +723,8 @@ class ReduceOp(KernelOp):
 
     def verify_op(self):
         t, kind, axes = self.input.type, self.attributes["kind"], self.attributes["axes"]
+        if len(self.init) > 1 or (self.init and self.init[0].type != self.result.type):
+            raise self.error(f"folds into one accumulator of the result type {self.result.type}")
         simple = [n for n, m in MONOIDS.items() if m.width == 1]
         if kind not in simple:
             raise self.error(
@@ -652,6 +743,8 @@ class ReduceOp(KernelOp):
         p.write("kernel.reduce ", self.attributes["kind"], " ", p.value(self.input))
         if tuple(axes) != tuple(range(t.rank)):
             p.write(" axes [", ", ".join(map(str, axes)), "]")
+        if self.init:
+            p.write(" into ", p.value(self.init[0]))
         p.write(" : ", p.type(t))
 
 
@@ -806,22 +899,39 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
         raise op.error(f"needs {rank} index expression(s) for {t}, got {len(op.exprs(group))}")
     if element_type(value_type) != t.dtype or not isinstance(value_type, (ScalarType, TensorType)):
         raise op.error(f"moves {value_type}, which does not match the element type of {t}")
+    strides = op.attributes.get("strides")
+    if strides is not None and (
+        not isinstance(value_type, TensorType)
+        or len(strides) != value_type.rank
+        or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in strides)
+    ):
+        raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
-        if isinstance(t, SmemType) and value_type.numel > t.shape[-1]:
-            raise op.error(f"moves {value_type.numel} contiguous elements, more than a row of {t}")
-        nbytes = value_type.numel * element_bytes(t.dtype)
+        width = op.attributes.get("vector")
+        if width is not None:
+            d = run_dim(value_type.shape, strides or default_strides(value_type.shape))
+            if not isinstance(width, int) or width < 1 or (d is not None and value_type.shape[d] % width):
+                raise op.error(f"vector {width} must divide the length of the tile's contiguous runs")
+        run, _ = access_runs(value_type, strides or default_strides(value_type.shape), width)
+        if isinstance(t, SmemType) and run > t.shape[-1]:
+            raise op.error(f"moves {run} contiguous elements, more than a row of {t}")
+        nbytes = run * element_bytes(t.dtype)
         if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
             raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
 
 
 class LoadOp(IndexedOp):
     """Read a scalar, or a register tile of contiguous elements (a vector access of up to 16 bytes at a time, so
-    the address must be aligned to the access), from global or shared memory."""
+    the address must be aligned to the access), from global or shared memory. With `strides`, tile element
+    (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements, and the last dimension of stride 1 moves
+    as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four), `vector` elements at a time when the
+    addresses are only aligned to that many."""
 
     name = "kernel.load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 1
 
@@ -836,12 +946,13 @@ class LoadOp(IndexedOp):
 
 
 class StoreOp(IndexedOp):
-    """Write a scalar or a register tile of contiguous elements to global or shared memory."""
+    """Write a scalar or a register tile to global or shared memory (contiguous, or `strides` as `kernel.load`)."""
 
     name = "kernel.store"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
+    optional_attributes = {"strides": tuple, "vector": int}
     num_regions = 0
     num_fixed = 2
 
@@ -855,12 +966,14 @@ class StoreOp(IndexedOp):
 
 
 class AtomicOp(IndexedOp):
-    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap)."""
+    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap), or of each
+    element of a register tile (at the addresses a `kernel.store` of it with the same `strides` would write)."""
 
     name = "kernel.atomic"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"kind": str, "index": AffineMap}
+    optional_attributes = {"strides": tuple}
     num_regions = 0
     num_fixed = 2
 
@@ -868,10 +981,10 @@ class AtomicOp(IndexedOp):
         self.verify_indices()
         if self.attributes["kind"] not in ("add", "max", "min"):
             raise self.error(f"kind must be add, max or min, got {self.attributes['kind']!r}")
-        if not isinstance(self.value.type, ScalarType):
-            raise self.error("updates one scalar element")
+        if not isinstance(self.value.type, (ScalarType, TensorType)):
+            raise self.error("updates a scalar element or the elements of a register tile")
         _check_mem_access(self, self.mem, self.value.type)
-        if self.value.type.name in ("bool", "u8", "i8", "i16", "index"):
+        if element_type(self.value.type).name in ("bool", "u8", "i8", "i16", "index"):
             raise self.error(f"no atomics on {self.value.type}")
 
     def print_custom(self, p):
@@ -1253,6 +1366,7 @@ OPS = (
     *SCALAR_MATH_OPS,
     CastOp,
     SplatOp,
+    ReshapeOp,
     ExtractOp,
     InsertOp,
     ReduceOp,

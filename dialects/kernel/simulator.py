@@ -27,13 +27,14 @@ from irforge import index_expr as ix
 from irforge.diagnostics import error
 from irforge.ir import Operation
 from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, quantize
+from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
 from . import ops as K
 from .fragments import FRAGMENT_LAYOUTS
 from .types import FragType, MbarrierType, SmemType, TensorMapType, element_bytes, element_type
 
-WARP = 32
+WARP = target().warp_size
 _NO_THREAD = -1
 _MANY = -2  # several threads read an address since the last barrier
 
@@ -476,7 +477,13 @@ def _cast(sim, op, values, mask, w, env):
 def _splat(sim, op, values, mask, w, env):
     x = values[op.input]
     shape = _per_thread(op.result.type)
-    values[op.result] = np.broadcast_to(x.reshape(x.shape + (1,) * len(shape)), (len(mask), *shape)).copy()
+    if x.ndim == 1:  # a scalar per lane
+        x = x.reshape(x.shape + (1,) * len(shape))
+    values[op.result] = np.broadcast_to(x, (len(mask), *shape)).copy()
+
+
+def _reshape(sim, op, values, mask, w, env):
+    values[op.result] = values[op.input].reshape((len(mask), *_per_thread(op.result.type)))
 
 
 def _extract(sim, op, values, mask, w, env):
@@ -497,7 +504,16 @@ def _reduce(sim, op, values, mask, w, env):
     x = values[op.input].astype(compute_dtype(et), copy=False)
     axes = tuple(a + 1 for a in op.attributes["axes"])
     with np.errstate(all="ignore"):
-        values[op.result] = quantize(m.numpy_reduce(x, axis=axes), et)
+        if not op.init:
+            values[op.result] = quantize(m.numpy_reduce(x, axis=axes), et)
+            return
+        kept = [a for a in range(1, x.ndim) if a not in axes]
+        folded = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim))
+        folded = folded.reshape((*[x.shape[a] for a in (0, *kept)], -1))
+        acc = values[op.init[0]].astype(compute_dtype(et), copy=False).reshape(folded.shape[:-1])
+        for j in range(folded.shape[-1]):  # in order, one element after another
+            acc = quantize(SCALAR_OPS[m.op].numpy(acc, folded[..., j]), et)
+        values[op.result] = acc.reshape((len(mask), *_per_thread(op.result.type)))
 
 
 def _smem(sim, op, values, mask, w, env):
@@ -509,40 +525,63 @@ def _noop(sim, op, values, mask, w, env):
 
 
 # ---- memory accesses -------------------------------------------------------------------------------------------
-def _contiguous(t) -> int:
-    return int(np.prod(t.shape)) if isinstance(t, TensorType) else 1
+def _layout(op, t) -> tuple[int, np.ndarray, np.ndarray]:
+    """(run, element offsets, runs) of an access of `t`: every element's offset from the address (a strided tile's
+    `strides`, else contiguous), and the tile positions of each run of `run` contiguous elements (a row each)."""
+    if not isinstance(t, TensorType):
+        return 1, np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64)
+    strides = op.attributes.get("strides") or K.default_strides(t.shape)
+    run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
+    offsets = np.asarray(K.tile_offsets(t.shape, strides), dtype=np.int64)
+    return run, offsets, np.asarray([p for _, p in runs], dtype=np.int64)
 
 
-def _addresses(sim, op, group, mem, values, mask, w, n: int) -> np.ndarray:
-    """Flat element addresses (lanes x n) of an access of n contiguous elements at `mem[group]`."""
+def _addresses(sim, op, group, mem, values, mask, w, t) -> np.ndarray:
+    """Flat element addresses (lanes x elements) of an access of `t` (a scalar, or a contiguous or strided tile) at
+    `mem[group]`."""
     idx = sim._index(op, group, values, mask, w)
+    run, offsets, runs = _layout(op, t)
     if isinstance(mem, GlobalBuffer):
         base = idx[0]
-        addrs = base[:, None] + np.arange(n)
-        bad = mask & ((base < 0) | (base + n > mem.numel))
+        addrs = base[:, None] + offsets
+        bad = mask & ((addrs.min(axis=1) < 0) | (addrs.max(axis=1) >= mem.numel))
         if bad.any():
             lane = int(np.argmax(bad))
             raise sim._error(
                 op,
-                f"accesses {mem.name} at element {int(base[lane])} (+{n}), outside its {mem.numel} elements",
+                f"accesses {mem.name} at element {int(base[lane])} (+{int(offsets.max()) + 1}), outside its"
+                f" {mem.numel} elements",
                 w,
                 lane,
             )
+        _check_aligned(sim, op, addrs[:, runs[:, 0]], mem.dtype, run, mask, w)
         return addrs
-    t = mem.type
-    for d, (i, size) in enumerate(zip(idx, t.shape)):
-        hi = size - n + 1 if d == len(t.shape) - 1 else size
-        bad = mask & ((i < 0) | (i >= hi))
+    t_mem = mem.type
+    for i, size in zip(idx, t_mem.shape):
+        bad = mask & ((i < 0) | (i >= size))
         if bad.any():
             lane = int(np.argmax(bad))
             pos = [int(x[lane]) for x in idx]
-            raise sim._error(op, f"accesses shared memory at {pos} (+{n}), outside {t}", w, lane)
-    lin = sum(i * s for i, s in zip(idx, t.strides))
-    addrs = _swizzle(lin[:, None] + np.arange(n), t.swizzle)
-    if t.swizzle and n > 1:
-        split = mask & (addrs != addrs[:, :1] + np.arange(n)).any(axis=1)
+            raise sim._error(op, f"accesses shared memory at {pos}, outside {t_mem}", w, lane)
+    lin = sum(i * s for i, s in zip(idx, t_mem.strides))[:, None] + offsets
+    row = t_mem.shape[-1]
+    starts = lin[:, runs[:, 0]]
+    bad = mask & ((lin.min(axis=1) < 0) | (lin.max(axis=1) >= t_mem.numel) | ((starts % row + run > row).any(axis=1)))
+    if bad.any():
+        lane = int(np.argmax(bad))
+        pos = [int(x[lane]) for x in idx]
+        raise sim._error(
+            op, f"accesses shared memory at {pos} (+{int(offsets.max()) + 1}), outside {t_mem} or across a row", w, lane
+        )
+    addrs = _swizzle(lin, t_mem.swizzle)
+    if t_mem.swizzle and run > 1:
+        moved = addrs[:, runs]
+        split = mask & (moved != moved[:, :, :1] + np.arange(run)).any(axis=(1, 2))
         if split.any():
-            raise sim._error(op, f"a vector of {n} elements crosses a swizzle unit of {t}", w, int(np.argmax(split)))
+            raise sim._error(
+                op, f"a vector of {run} elements crosses a swizzle unit of {t_mem}", w, int(np.argmax(split))
+            )
+    _check_aligned(sim, op, addrs[:, runs[:, 0]], t_mem.dtype, run, mask, w)
     return addrs
 
 
@@ -553,17 +592,19 @@ def _swizzle(off: np.ndarray, sw) -> np.ndarray:
     return off ^ (((off >> (m + s)) & ((1 << b) - 1)) << m)
 
 
-def _check_aligned(sim, op, addrs, dtype, n, mask, w) -> None:
-    nbytes = n * element_bytes(dtype)
+def _check_aligned(sim, op, starts, dtype, run, mask, w) -> None:
+    """Every run of `run` contiguous elements (their first addresses: `starts`, lanes x runs) starts aligned to its
+    vector access (16 bytes, or the run if smaller)."""
+    nbytes = run * element_bytes(dtype)
     access = min(nbytes, 16)
     if access <= element_bytes(dtype):
         return
-    bad = mask & ((addrs[:, 0] * element_bytes(dtype)) % access != 0)
+    misaligned = (starts * element_bytes(dtype)) % access != 0
+    bad = mask & misaligned.any(axis=1)
     if bad.any():
         lane = int(np.argmax(bad))
-        raise sim._error(
-            op, f"a {access}-byte vector access at element {int(addrs[lane, 0])} is not {access}-byte aligned", w, lane
-        )
+        at = int(starts[lane][np.argmax(misaligned[lane])])
+        raise sim._error(op, f"a {access}-byte vector access at element {at} is not {access}-byte aligned", w, lane)
 
 
 def _threads(w: Warp, mask, n: int) -> np.ndarray:
@@ -762,37 +803,32 @@ def _mem_dtype(mem) -> ScalarType:
 
 def _load(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    n = _contiguous(op.result.type)
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
-    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.result.type)
     v = _read(sim, op, mem, addrs, mask, w)
     values[op.result] = v.reshape((len(mask), *_per_thread(op.result.type)))
 
 
 def _store(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    n = _contiguous(op.value.type)
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, n)
-    _check_aligned(sim, op, addrs, _mem_dtype(mem), n, mask, w)
-    _write(sim, op, mem, addrs, values[op.value].reshape(len(mask), n), mask, w)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)
+    _write(sim, op, mem, addrs, values[op.value].reshape(len(mask), -1), mask, w)
 
 
 def _atomic(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, 1)[:, 0]
-    x = values[op.value]
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)
+    x = values[op.value].reshape(len(mask), -1)
     dtype = _mem_dtype(mem)
+    fn = SCALAR_OPS[{"add": "add", "max": "maximum", "min": "minimum"}[op.attributes["kind"]]]
     for lane in np.flatnonzero(mask):
-        a = int(addrs[lane])
-        if not mem.written[a]:
-            raise sim._error(op, f"atomically updates element {a}, which nothing has written", w, int(lane))
-        cur = mem.data[a : a + 1].astype(compute_dtype(dtype))
-        new = SCALAR_OPS[{"add": "add", "max": "maximum", "min": "minimum"}[op.attributes["kind"]]].numpy(
-            cur, np.asarray([x[lane]]).astype(compute_dtype(dtype))
-        )
-        mem.data[a] = quantize(new, dtype)[0]
+        for a, v in zip(addrs[lane], x[lane]):
+            a = int(a)
+            if not mem.written[a]:
+                raise sim._error(op, f"atomically updates element {a}, which nothing has written", w, int(lane))
+            cur = mem.data[a : a + 1].astype(compute_dtype(dtype))
+            mem.data[a] = quantize(fn.numpy(cur, np.asarray([v]).astype(compute_dtype(dtype))), dtype)[0]
     if isinstance(mem, GlobalBuffer):
-        mem.w_launch[addrs[mask]] = -1  # atomics order themselves; later plain accesses are not checked against them
+        mem.w_launch[addrs[mask].reshape(-1)] = -1  # atomics order themselves: later plain accesses are not checked
 
 
 # ---- blocking and structured ops (generators) ------------------------------------------------------------------
@@ -848,10 +884,8 @@ def _cp_async(sim, op, values, mask, w, env):
     src, dst = values[op.src], values[op.dst]
     chunk = op.attributes["chunk"]
     n = chunk.numel
-    sa = _addresses(sim, op, "src_index", src, values, mask, w, n)
-    da = _addresses(sim, op, "dst_index", dst, values, mask, w, n)
-    _check_aligned(sim, op, sa, src.dtype, n, mask, w)
-    _check_aligned(sim, op, da, dst.type.dtype, n, mask, w)
+    sa = _addresses(sim, op, "src_index", src, values, mask, w, chunk)
+    da = _addresses(sim, op, "dst_index", dst, values, mask, w, chunk)
     data = _read(sim, op, src, sa, mask, w)
     a = da[mask].reshape(-1)
     tids = _threads(w, mask, n)
@@ -1047,6 +1081,7 @@ _SIMPLE = {
     K.ConstOp: _const,
     K.CastOp: _cast,
     K.SplatOp: _splat,
+    K.ReshapeOp: _reshape,
     K.ExtractOp: _extract,
     K.InsertOp: _insert,
     K.ReduceOp: _reduce,

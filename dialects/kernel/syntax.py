@@ -8,6 +8,7 @@ from irforge.index_expr import AffineMap
 from irforge.parser import BlockAST, OpAST, RegionAST, bind_index_values
 from irforge.types import FunctionType, TensorType, index
 
+from . import ops as K
 from .ops import launch_dims
 from .types import MbarrierType, SmemType
 
@@ -109,11 +110,19 @@ class KernelSyntax:
         return OpAST("kernel.insert", operands=[e, v], attrs={"position": tuple(pos)}, result_types=[t])
 
     def kernel_reduce(self, c):
-        kind, v, axes, t = c
+        kind, v, axes, init, t = c
         if not isinstance(t, TensorType):
             raise error(f"kernel.reduce reduces a register tile, not {t}", self.loc_of(kind))
         axes = tuple(axes) if axes is not None else tuple(range(t.rank))
-        return OpAST("kernel.reduce", operands=[v], attrs={"kind": str(kind), "axes": axes}, operand_types=[t])
+        attrs = {"kind": str(kind), "axes": axes}
+        if init is None:
+            return OpAST("kernel.reduce", operands=[v], attrs=attrs, operand_types=[t])
+        (acc_t,) = K.ReduceOp.infer_result_types([t], attrs)
+        return OpAST("kernel.reduce", operands=[v, init], attrs=attrs, operand_types=[t, acc_t])
+
+    def kernel_reshape(self, c):
+        v, src, dst = c
+        return OpAST("kernel.reshape", operands=[v], operand_types=[src], result_types=[dst])
 
     # ---- control flow -------------------------------------------------------------------------------------------
     def kernel_yield(self, c):

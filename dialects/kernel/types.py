@@ -154,12 +154,10 @@ class FragType(DialectType):
 
 TYPES = (PtrType, TensorMapType, SmemType, MbarrierType, FragType)
 
-_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1, "bool": 1}
-
 
 def element_bytes(t: ScalarType) -> int:
     """Bytes one element of `t` takes in memory (`index` is stored as a 64-bit integer)."""
-    return _BYTES.get(t.name, 8)
+    return t.bytes
 
 
 def element_type(t):

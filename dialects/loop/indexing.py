@@ -10,6 +10,7 @@ with Python operators (`iv * 64 + c`), and turn them back into a map and an oper
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from irforge import index_expr as ix
@@ -137,6 +138,25 @@ def simplify(e: IndexExpr, extents) -> IndexExpr:
             break
         e = out
     return e
+
+
+def multiple_of(e: IndexExpr, k: int, known: dict | None = None) -> bool:
+    """Whether `e` is a multiple of `k` for every value of its leaves (a sufficient, structural test); `known`
+    gives divisors of some leaf values."""
+    if k == 1:
+        return True
+    if isinstance(e, ix.Const):
+        return e.value % k == 0
+    if isinstance(e, ValueDim):
+        return (known or {}).get(e.value, 1) % k == 0
+    if isinstance(e, (ix.Add, ix.Sub)):
+        return multiple_of(e.lhs, k, known) and multiple_of(e.rhs, k, known)
+    if isinstance(e, ix.Mul):
+        for c, x in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(c, ix.Const):
+                return multiple_of(x, k // math.gcd(k, c.value), known)
+        return multiple_of(e.lhs, k, known) or multiple_of(e.rhs, k, known)
+    return False
 
 
 def as_value_expr(e) -> IndexExpr:

@@ -43,9 +43,11 @@ from irforge.ir import Block, Operation, OpResult, Region, Value
 from irforge.location import UNKNOWN
 from irforge.parser import OpAST, bind_index_values
 from irforge.scalar_ops import MONOIDS
+from irforge.target import target
 from irforge.types import ScalarType, TensorType, index
 
 from ..loop import indexing
+from .layout import Layout
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -117,8 +119,9 @@ class KernelOp(Operation):
             dims = self.attributes[what]
             if len(dims) != 3 or any(not _is_int(d) or d <= 0 for d in dims):
                 raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
-        if self.threads > 1024:
-            raise self.error(f"has {self.threads} threads per block; the limit is 1024")
+        limit = target().max_threads
+        if self.threads > limit:
+            raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
         written = set()
         for op in self.walk():
             if isinstance(op, StoreOp):
@@ -205,9 +208,15 @@ class ParamOp(Operation):
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
+# The schedule attributes every loop may carry (docs/dialects/tile.md): `bind` (hardware axes), `vector` and
+# `split` (a work item's box of iterations and its lane groups, one number per dimension), `raster` (grouped order of
+# work items), `unroll` (of the materialized loop: 0 fully, N by N).
+SCHEDULE_ATTRIBUTES = {"bind": tuple, "vector": tuple, "split": tuple, "raster": int, "unroll": int}
+
+
 class LoopOp(Operation):
     """Shared by `tile.for` and `tile.reduce`: an iteration space (one index per dimension, each from 0), optionally
-    distributed `by` hardware axes, in work items of `vector` iterations along the innermost dimension."""
+    distributed `by` hardware axes, in work items of `vector` iterations (a box: a width per dimension)."""
 
     num_regions = 1
 
@@ -224,8 +233,20 @@ class LoopOp(Operation):
         return tuple(self.attributes.get("bind", ()))
 
     @property
+    def vector_shape(self) -> tuple[int, ...]:
+        """The work item's widths, one per dimension."""
+        return tuple(self.attributes.get("vector", (1,) * len(self.extents)))
+
+    @property
     def vector(self) -> int:
-        return self.attributes.get("vector", 1)
+        """Iterations per work item (the product of the widths)."""
+        return math.prod(self.vector_shape)
+
+    @property
+    def layout(self) -> Layout:
+        n = len(self.extents)
+        split = tuple(self.attributes.get("split", (1,) * n))
+        return Layout(self.extents, self.vector_shape, split, self.attributes.get("raster", 1))
 
     @property
     def iterations(self) -> int:
@@ -233,7 +254,15 @@ class LoopOp(Operation):
 
     @property
     def work_items(self) -> int:
-        return self.iterations // self.vector
+        return self.layout.work_items
+
+    def set_vector(self, widths) -> None:
+        """Vectorize by `widths` (one per dimension; all ones removes the attribute)."""
+        widths = tuple(widths)
+        if any(w != 1 for w in widths):
+            self.attributes["vector"] = widths
+        else:
+            self.attributes.pop("vector", None)
 
     def units(self, kernel: KernelOp | None = None) -> int:
         """How many units the loop is dealt to (1: it runs whole in each thread)."""
@@ -259,19 +288,35 @@ class LoopOp(Operation):
         for a in bind:
             if a in outer:
                 raise self.error(f"distributes over {a}, which an enclosing loop is already distributed over")
-        v = self.attributes.get("vector", 1)
-        if not _is_int(v) or v < 1:
-            raise self.error(f"vector must be a positive integer, got {v!r}")
-        if extents and extents[-1] % v:
-            raise self.error(f"vector {v} does not divide the innermost extent {extents[-1]}")
-        if not extents and v != 1:
+        for key in ("vector", "split"):
+            v = self.attributes.get(key, ())
+            if not isinstance(v, tuple) or any(not _is_int(x) for x in v):
+                raise self.error(f"{key} must be a list of integers, one per dimension, got {v!r}")
+        for key in ("raster", "unroll"):
+            v = self.attributes.get(key, 1)
+            if not _is_int(v) or v < (1 if key == "raster" else 0):
+                raise self.error(f"{key} must be a {'positive' if key == 'raster' else 'non-negative'} integer")
+        if extents:
+            why = self.layout.why_not()
+            if why:
+                raise self.error(why)
+        elif "vector" in self.attributes or "split" in self.attributes:
             raise self.error("a loop without dimensions cannot be vectorized")
 
     def _print_schedule(self, p):
         if self.bind:
             p.write(" by ", ", ".join(self.bind))
-        if self.vector != 1:
-            p.write(f" vector {self.vector}")
+        widths = self.vector_shape
+        if any(w != 1 for w in widths[:-1]):
+            p.write(f" vector [{', '.join(map(str, widths))}]")
+        elif widths and widths[-1] != 1:
+            p.write(f" vector {widths[-1]}")
+        if "split" in self.attributes:
+            p.write(f" split [{', '.join(map(str, self.attributes['split']))}]")
+        if "raster" in self.attributes:
+            p.write(f" raster {self.attributes['raster']}")
+        if "unroll" in self.attributes:
+            p.write(f" unroll {self.attributes['unroll']}")
 
 
 class ForOp(LoopOp):
@@ -281,19 +326,19 @@ class ForOp(LoopOp):
     operand_names = ()
     result_names = ()
     attribute_types = {"extents": tuple}
-    optional_attributes = {"bind": tuple, "vector": int}
+    optional_attributes = SCHEDULE_ATTRIBUTES
     traits = frozenset({"single_block"})
     bind, vector = LoopOp.bind, LoopOp.vector  # the defaults (no axes, 1), not the bare optional attributes
 
     @staticmethod
-    def build(extents, bind=(), vector: int = 1, iv_hints=None, loc=UNKNOWN) -> ForOp:
+    def build(extents, bind=(), vector=1, iv_hints=None, loc=UNKNOWN) -> ForOp:
         attrs = {"extents": tuple(extents)}
         if bind:
             attrs["bind"] = tuple(bind)
-        if vector != 1:
-            attrs["vector"] = vector
         region = Region([Block([index] * len(extents), iv_hints)])
-        return ForOp((), (), attrs, [region], loc)
+        op = ForOp((), (), attrs, [region], loc)
+        op.set_vector(_widths(vector, len(extents)))
+        return op
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -311,7 +356,7 @@ class ForOp(LoopOp):
             p.write("tile.for ", ", ".join(p.define(v) for v in self.ivs), " in ")
             p.write(", ".join(f"0..{e}" for e in self.extents))
             self._print_schedule(p)
-            p.attr_dict(self.attributes, elide=("extents", "bind", "vector"), prefix=" attributes ")
+            p.attr_dict(self.attributes, elide=("extents", *SCHEDULE_ATTRIBUTES), prefix=" attributes ")
             p.write(" ")
             p.region(self.regions[0], print_entry_args=False)
 
@@ -324,7 +369,7 @@ class ReduceOp(LoopOp):
     name = "tile.reduce"
     operand_names = ()
     attribute_types = {"extent": int, "monoids": tuple, "init": tuple}
-    optional_attributes = {"bind": tuple, "vector": int}
+    optional_attributes = SCHEDULE_ATTRIBUTES
     traits = frozenset({"single_block", "pure"})
     bind, vector = LoopOp.bind, LoopOp.vector
 
@@ -335,10 +380,10 @@ class ReduceOp(LoopOp):
         attrs = {"extent": extent, "monoids": tuple(monoids), "init": tuple(tuple(i) for i in init)}
         if bind:
             attrs["bind"] = tuple(bind)
-        if vector != 1:
-            attrs["vector"] = vector
         region = Region([Block([index], [iv_hint])])
-        return ReduceOp((), list(result_types), attrs, [region], loc, result_hints=result_hints)
+        op = ReduceOp((), list(result_types), attrs, [region], loc, result_hints=result_hints)
+        op.set_vector(_widths(vector, 1))
+        return op
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -379,7 +424,7 @@ class ReduceOp(LoopOp):
                 f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})"
             )
         for op in self.walk():
-            if isinstance(op, (StoreOp, StageOp)):
+            if isinstance(op, StoreOp):
                 raise op.error("cannot be inside a tile.reduce (a reduction's body only computes its elements)")
 
     def print_custom(self, p):
@@ -391,9 +436,18 @@ class ReduceOp(LoopOp):
             p.write("tile.reduce ", p.define(self.iv), f" in 0..{self.attributes['extent']}")
             self._print_schedule(p)
             p.write(" ", carriers, " -> ", p.types(r.type for r in self.results))
-            p.attr_dict(self.attributes, elide=("extent", "monoids", "init", "bind", "vector"), prefix=" attributes ")
+            p.attr_dict(
+                self.attributes, elide=("extent", "monoids", "init", *SCHEDULE_ATTRIBUTES), prefix=" attributes "
+            )
             p.write(" ")
             p.region(self.regions[0], print_entry_args=False)
+
+
+def _widths(vector, rank: int) -> tuple[int, ...]:
+    """Per-dimension vector widths from an int (the innermost dimension's) or a tuple."""
+    if isinstance(vector, int):
+        return (1,) * (rank - 1) + (vector,) if rank else ()
+    return tuple(vector)
 
 
 def carriers_of(monoids, widths_or_init, values) -> list[tuple]:
@@ -534,16 +588,77 @@ class _Indexed(indexing.SubscriptOp):
         return loop_extents(self)
 
 
+# How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
+STAGE_ATTRIBUTES = {"ring": int, "copy": str, "prefetch": int, "pad": int, "swizzle": tuple}
+STAGE_COPIES = ("async", "tma")
+
+
 class StageOp(_Indexed):
     """Copy a box of a buffer (its shape is the result type's; its first element is at the subscript) into the
-    block's shared memory: every thread of the block takes part; loads then read the copy."""
+    block's shared memory: every thread of the block reaches it together (in a loop, on every trip); loads then
+    read the copy.
+
+    How the copy is made is the schedule's (`ring N`: N buffers used in turn along the enclosing loop; `async` or
+    `tma`: cp.async or the bulk tensor copy engine instead of loads and stores through registers; `prefetch P`:
+    the copy for trip k + P is issued during trip k; `pad E`: rows padded by E elements; `swizzle(B, M, S)`:
+    element offsets permuted, as `!kernel.smem` swizzles)."""
 
     name = "tile.stage"
     operand_names = ("source", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
+    optional_attributes = STAGE_ATTRIBUTES
     num_regions = 0
     traits = frozenset({"pure"})
+
+    @property
+    def ring(self) -> int:
+        return self.attributes.get("ring", 1)
+
+    @property
+    def copy(self) -> str:
+        return self.attributes.get("copy", "sync")
+
+    @property
+    def prefetch(self) -> int:
+        return self.attributes.get("prefetch", 0)
+
+    def copy_width(self) -> int:
+        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
+        allow it, else fewer."""
+        from .vectors import expand
+
+        nbytes = self.result.type.dtype.bytes
+        v = max(1, 16 // nbytes)
+        last = expand(self.index_exprs()[-1])
+        box, shape = self.box, self.source.type.shape
+        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+            v //= 2
+        return v
+
+    def why_not_ring(self) -> str | None:
+        """Why the stage cannot cycle through several buffers along its loop (None when it can): it must sit
+        directly in a loop that is neither distributed nor vectorized."""
+        loop = self.parent_op
+        if not isinstance(loop, LoopOp) or loop.bind or loop.vector > 1:
+            return (
+                "is multi-buffered or prefetched, so it must sit directly in a loop that is neither distributed nor "
+                "vectorized"
+            )
+        return None
+
+    def why_not_prefetch(self) -> str | None:
+        """Why the stage's copy for a later trip cannot be issued ahead (None when it can)."""
+        why = self.why_not_ring()
+        if why:
+            return why
+        if self.copy != "async":
+            return "is prefetched, which needs an asynchronous copy (async)"
+        loop = self.parent_op
+        inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
+        if any(v in inside for v in self.indices):
+            return "is prefetched, but its box depends on values its loop computes (it can only use the loop index)"
+        return None
 
     @staticmethod
     def build(source, exprs, box, hint=None, loc=UNKNOWN) -> StageOp:
@@ -565,19 +680,33 @@ class StageOp(_Indexed):
         if not _is_function_buffer(self.source):
             raise self.error("stages a buffer of the function (an input, param or tile.buffer)")
         self.verify_subscript(t.shape, "box dimension")
-        for a in self.ancestors():
-            if isinstance(a, ReduceOp):
-                raise self.error("cannot be inside a tile.reduce")
-            if isinstance(a, LoopOp) and any(x in THREAD_AXES for x in a.bind):
-                raise self.error(
-                    f"is inside a loop distributed over {', '.join(a.bind)}: the block's threads must stage one box "
-                    "together"
-                )
+        a = self.attributes
+        for key in ("ring", "prefetch", "pad"):
+            if key in a and (not _is_int(a[key]) or a[key] < (2 if key == "ring" else 0)):
+                raise self.error(f"{key} must be an integer {'of at least 2' if key == 'ring' else '>= 0'}")
+        if self.copy not in ("sync", *STAGE_COPIES):
+            raise self.error(f"copy must be one of {', '.join(STAGE_COPIES)}, got {self.copy!r}")
+        if self.prefetch and self.ring <= self.prefetch:
+            raise self.error(f"prefetch {self.prefetch} needs a ring of more than {self.prefetch} buffers")
+        sw = a.get("swizzle")
+        if sw is not None and (len(sw) != 3 or any(not _is_int(x) or x < 0 for x in sw)):
+            raise self.error(f"swizzle must be three non-negative integers (B, M, S), got {sw!r}")
 
     def print_custom(self, p):
-        if set(self.attributes) != {"index"}:
-            return p.print_generic(self)
-        p.write("tile.stage ", p.value(self.source), self.subscript(p), " -> smem : ", p.type(self.result.type))
+        p.write("tile.stage ", p.value(self.source), self.subscript(p), " -> smem")
+        a = self.attributes
+        if "ring" in a:
+            p.write(f" ring {a['ring']}")
+        if "copy" in a:
+            p.write(f" {a['copy']}")
+        if "prefetch" in a:
+            p.write(f" prefetch {a['prefetch']}")
+        if "pad" in a:
+            p.write(f" pad {a['pad']}")
+        if "swizzle" in a:
+            p.write(f" swizzle({', '.join(map(str, a['swizzle']))})")
+        p.attr_dict(a, elide=("index", *STAGE_ATTRIBUTES))
+        p.write(" : ", p.type(self.result.type))
 
 
 class LoadOp(indexing.LoadValueOp, _Indexed):
@@ -659,10 +788,6 @@ def linear_terms(e) -> list[tuple]:
     return [(e, 1)]
 
 
-# Largest grid along each block axis (CUDA's limits).
-MAX_GRID = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
-
-
 def fit_grid(kernel: KernelOp) -> None:
     """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
     CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block."""
@@ -674,10 +799,13 @@ def fit_grid(kernel: KernelOp) -> None:
                     others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
                     need[a] = max(need[a], -(-lp.work_items // others))
     for a, n in need.items():
-        kernel.set_axis_size(a, min(n, MAX_GRID[a]))
+        kernel.set_axis_size(a, min(n, target().max_grid[BLOCK_AXES.index(a)]))
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------
+_LOOP_OPTIONS = ("vector", "split", "raster", "unroll")
+
+
 class TileSyntax:
     def tile_kernel(self, c):
         sym, grid, block, attrs, region = c
@@ -715,28 +843,44 @@ class TileSyntax:
         return tuple(str(t) for t in c)
 
     def tile_vector(self, c):
-        return int(c[0])
+        return ("vector", [int(t) for t in c])
 
-    def _schedule(self, bind, vector) -> dict:
+    def tile_split(self, c):
+        return ("split", tuple(int(t) for t in c))
+
+    def tile_raster(self, c):
+        return ("raster", int(c[0]))
+
+    def tile_unroll(self, c):
+        return ("unroll", int(c[0]))
+
+    def _schedule(self, bind, options, rank: int) -> dict:
         out = {}
         if bind:
             out["bind"] = tuple(bind)
-        if vector is not None:
-            out["vector"] = vector
+        for key, value in options:
+            if key == "vector":
+                value = _widths(value[0], rank) if len(value) == 1 else tuple(value)
+                if all(w == 1 for w in value):
+                    continue
+            out[key] = value
         return out
 
     def tile_for(self, c):
-        ivs, extents, bind, vector, attrs, region = c
+        ivs, extents, bind, *options, attrs, region = c
         if len(ivs) != len(extents):
             from irforge.diagnostics import error
 
             raise error(f"{len(ivs)} loop indices for {len(extents)} ranges", self.loc_of(ivs[0]))
-        a = {**dict(attrs or {}), "extents": tuple(extents), **self._schedule(bind, vector)}
+        sched = self._schedule(bind, [o for o in options if o is not None], len(extents))
+        a = {**dict(attrs or {}), "extents": tuple(extents), **sched}
         region = region.with_entry_args([(self.ref(iv), index) for iv in ivs])
         return OpAST("tile.for", attrs=a, result_types=[], regions=[region])
 
     def tile_reduce(self, c):
-        iv, extent, bind, vector, *rest = c
+        iv, extent, bind, *rest = c
+        options = [x for x in rest[:4] if x is None or (isinstance(x, tuple) and x[0] in _LOOP_OPTIONS)]
+        rest = rest[len(options) :]
         carriers = [x for x in rest if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], tuple)]
         types, attrs, region = rest[len(carriers) :]
         a = {
@@ -744,7 +888,7 @@ class TileSyntax:
             "extent": extent,
             "monoids": tuple(m for m, _ in carriers),
             "init": tuple(i for _, i in carriers),
-            **self._schedule(bind, vector),
+            **self._schedule(bind, [o for o in options if o is not None], 1),
         }
         region = region.with_entry_args([(self.ref(iv), index)])
         return OpAST("tile.reduce", attrs=a, result_types=types, regions=[region])
@@ -765,8 +909,24 @@ class TileSyntax:
         return OpAST("tile.combine", operands=values, attrs=a, result_types=types)
 
     def tile_stage(self, c):
-        buf, (m, refs), t = c
-        return OpAST("tile.stage", operands=[self.ref(buf), *refs], attrs={"index": m}, result_types=[t])
+        buf, (m, refs), *options, attrs, t = c
+        a = {**dict(attrs or {}), **dict(o for o in options if o is not None), "index": m}
+        return OpAST("tile.stage", operands=[self.ref(buf), *refs], attrs=a, result_types=[t])
+
+    def tile_stage_ring(self, c):
+        return ("ring", int(c[0]))
+
+    def tile_stage_copy(self, c):
+        return ("copy", str(c[0]))
+
+    def tile_stage_prefetch(self, c):
+        return ("prefetch", int(c[0]))
+
+    def tile_stage_pad(self, c):
+        return ("pad", int(c[0]))
+
+    def tile_stage_swizzle(self, c):
+        return ("swizzle", tuple(int(t) for t in c))
 
     def tile_load(self, c):
         buf, (m, refs) = c

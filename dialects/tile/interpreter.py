@@ -141,21 +141,22 @@ class Launch:
         else:
             w = np.arange(w_count).reshape((1, *pad, w_count))
         live = np.repeat(w < w_count, v, axis=-1)
-        lin = (w[..., None] * v + np.arange(v)).reshape((*w.shape[:-1], w.shape[-1] * v))
-        return mask[..., None] & live, _delinearize(lin, loop.extents)
+        ivs = _iterations(loop, np.where(w < w_count, w, 0)[..., None], _lanes(loop))
+        return mask[..., None] & live, [i.reshape((*i.shape[:-2], -1)) for i in ivs]
 
     def trip_by_trip(self, loop: LoopOp, mask: np.ndarray):
         """Yield (mask, loop indices) per iteration, in order: for loops whose body needs its threads together."""
-        w_count, v = loop.work_items, loop.vector
+        w_count = loop.work_items
         if loop.bind:
             u, p = self.units(loop)
             items = ((u + k * p, mask & (u + k * p < w_count)) for k in range(-(-w_count // p)))
         else:
             items = ((np.int64(w), mask) for w in range(w_count))
+        lanes = _lanes(loop)
         for w, m in items:
             if m.any():
-                for lane in range(v):
-                    yield m, _delinearize(np.where(m, w * v + lane, 0), loop.extents)
+                for lane in range(loop.vector):
+                    yield m, _iterations(loop, np.where(m, w, 0), [x[lane] for x in lanes])
 
     def op(self, op: Operation, env: dict, mask: np.ndarray) -> None:
         if isinstance(op, ScalarMathOp):
@@ -367,9 +368,14 @@ def gather_index_bounds(func: Operation) -> dict:
     return bounds
 
 
-def _delinearize(lin: np.ndarray, extents) -> list[np.ndarray]:
-    out = []
-    for e in reversed(extents):
-        out.append(lin % e if e else lin)
-        lin = lin // e if e else lin
-    return out[::-1]
+def _lanes(loop: LoopOp) -> list[np.ndarray]:
+    """Each dimension's lane of every iteration of a work item, in order (row-major over the vector box)."""
+    box = loop.vector_shape
+    return [g.reshape(-1) for g in np.meshgrid(*[np.arange(n) for n in box], indexing="ij")] if box else []
+
+
+def _iterations(loop: LoopOp, w, lanes) -> list[np.ndarray]:
+    """The loop indices of work item(s) `w` at lane(s) `lanes` (one per dimension), as the loop's layout says."""
+    layout = loop.layout
+    coords = layout.work_coords(np.asarray(w, dtype=np.int64))
+    return [np.asarray(layout.index(d, c, lane), dtype=np.int64) for d, (c, lane) in enumerate(zip(coords, lanes))]

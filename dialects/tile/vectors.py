@@ -1,100 +1,212 @@
-"""What a vectorized loop (`vector V`) may hold to be materialized with register tiles: its innermost index feeds
-only subscripts, each independent of it or contiguous in it and aligned. `tile-vectorize` vectorizes where
-`why_not` finds nothing; `lower-to-kernel` refuses a vectorized loop where it finds something."""
+"""What a vectorized loop (`vector [V0, V1, ...]`) may hold, and how its accesses move with the lanes.
+
+Materialized, a vectorized loop's lane indices become register-tile dimensions: each value of its body that depends
+on a lane index is a tile with that dimension (`docs/dialects/tile.md`, "Register tiles"). That works when the
+lane indices only feed subscripts (loads, stores, `tile.index`), each subscript linear in them (a constant element
+stride per lane), no stage's box moves with a lane, and no store writes several lanes to one address. `why_not`
+says what breaks that (lower-to-kernel refuses such a loop; the passes never make one).
+
+`tile-vectorize` wants more than legality: `why_slow` says why a dimension's lanes would not move as one
+contiguous, aligned vector access.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from irforge import index_expr as ix
-from irforge.ir import Value
+from irforge.ir import BlockArgument, OpResult, Value
 
-from ..loop.indexing import ValueDim
-from . import IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
+from ..loop.indexing import ValueDim, multiple_of
+from . import CombineOp, IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
 
 
-def lane_values(loop: LoopOp) -> set[Value]:
-    """Values of the loop's body that vary with its innermost index (the index itself included)."""
-    lanes = {loop.ivs[-1]}
+def lane_ivs(loop: LoopOp) -> list[Value]:
+    """The loop indices of the dimensions its work items are wider than one along."""
+    return [iv for iv, v in zip(loop.ivs, loop.vector_shape) if v > 1]
+
+
+def depends(loop: LoopOp, ivs) -> set[Value]:
+    """Values of the loop's body that vary with any of `ivs` (the indices themselves included)."""
+    out = set(ivs)
     for op in loop.walk():
-        if op is not loop and any(v in lanes for v in op.operands):
-            lanes.update(op.results)
-    return lanes
+        if op is not loop and any(v in out for v in op.operands):
+            out.update(op.results)
+    return out
 
 
-def why_not(loop: LoopOp, width: int) -> str | None:
-    """Why `loop` cannot take vector work items of `width` (None when it can)."""
-    if loop.extents[-1] % width:
-        return f"its innermost extent {loop.extents[-1]} is not a multiple of {width}"
-    iv = loop.ivs[-1]
-    lanes = lane_values(loop)
-    for op in loop.walk():
-        if op is loop:
-            continue
-        index_lanes = [v for v in op.operands if v in lanes and v.type == iv.type]
-        if index_lanes and not isinstance(op, (LoadOp, StoreOp, IndexOp)):
-            return f"'{op.name}' uses the index as a value, not a subscript"
-        if isinstance(op, StoreOp) and op.value in lanes and not any(v in lanes for v in op.indices):
-            return "a store of lane values has subscripts that do not vary with the index"
-        if isinstance(op, (LoadOp, StoreOp)) and any(v in lanes for v in op.indices):
-            why = _contiguous(op, iv, width)
-            if why:
-                return why
-    return None
-
-
-def _expand(e: ix.IndexExpr) -> ix.IndexExpr:
-    """`e` with `tile.index` results replaced by their expressions (so the loop index shows)."""
+def expand(e: ix.IndexExpr) -> ix.IndexExpr:
+    """`e` with `tile.index` results replaced by their expressions (so the loop indices show)."""
     if isinstance(e, ValueDim):
         owner = e.value.owner
-        return _expand(owner.index_expr()) if isinstance(owner, IndexOp) else e
+        return expand(owner.index_expr()) if isinstance(owner, IndexOp) else e
     kids = e.children()
-    return e.rebuild([_expand(k) for k in kids]) if kids else e
+    return e.rebuild([expand(k) for k in kids]) if kids else e
 
 
-def _contiguous(op, iv: Value, width: int) -> str | None:
-    """Why the lanes of `op`'s access are not `width` consecutive, aligned elements (None when they are)."""
-    src = op.operands[0]
-    shape = src.type.shape
-    exprs = [_expand(e) for e in op.index_exprs()]
-    staged = isinstance(src.owner, StageOp)
-    if staged:  # shared memory: the lanes run along the last dimension
-        if any(_uses(e, iv) for e in exprs[:-1]):
-            return f"'{op.name}' of a staged box moves along a dimension other than the last"
-        if shape[-1] % width:
-            return f"'{op.name}' reads a staged box whose rows ({shape[-1]}) are not a multiple of {width}"
-        offset = exprs[-1]
-    else:
-        offset = ix.Const(0)
-        for e, n in zip(exprs, shape):
-            offset = offset * n + e
-    coeff, rest = _split(offset, iv)
-    if coeff is None:
-        return f"'{op.name}' has a subscript that is not linear in the index"
-    if coeff != 1:
-        return f"'{op.name}' strides by {coeff} elements per iteration (lanes must be consecutive)"
-    if not _multiple(rest, width):
-        return f"'{op.name}' starts at offsets that are not multiples of {width} (unaligned vectors)"
-    return None
-
-
-def _uses(e: ix.IndexExpr, v: Value) -> bool:
+def uses(e: ix.IndexExpr, v: Value) -> bool:
     if isinstance(e, ValueDim):
         return e.value is v
-    return any(_uses(k, v) for k in e.children())
+    return any(uses(k, v) for k in e.children())
 
 
-def _split(e: ix.IndexExpr, iv: Value) -> tuple[int | None, list]:
-    """(coefficient of `iv`, the other terms) when `e` is linear in `iv` (None when it is not)."""
-    coeff, rest = 0, []
+def coefficient(e: ix.IndexExpr, iv: Value) -> int | None:
+    """The coefficient of `iv` in `e` when `e` is linear in it (None when it is not)."""
+    coeff = 0
     for atom, k in linear_terms(e):
         if isinstance(atom, ValueDim) and atom.value is iv:
             coeff += k
-        elif _uses(atom, iv):
-            return None, []
+        elif uses(atom, iv):
+            return None
+    return coeff
+
+
+def flat_offset(op) -> ix.IndexExpr:
+    """The element offset an access reaches in its buffer (row-major; tile.index expanded)."""
+    out: ix.IndexExpr = ix.Const(0)
+    for e, n in zip(op.index_exprs(), op.operands[0].type.shape):
+        out = out * n + expand(e)
+    return out
+
+
+def _leaves(e: ix.IndexExpr):
+    kids = e.children()
+    if not kids:
+        yield e
+    for k in kids:
+        yield from _leaves(k)
+
+
+def why_not(loop: LoopOp, widths=None) -> str | None:
+    """Why `loop` cannot take work items of `widths` (one per dimension, or an int for the innermost; default: its
+    own), None when it can."""
+    if widths is not None:
+        n = len(loop.extents)
+        widths = (1,) * (n - 1) + (widths,) if isinstance(widths, int) else tuple(widths)
+        for d, (e, w) in enumerate(zip(loop.extents, widths)):
+            if e % w:
+                where = "innermost" if d == n - 1 else f"dimension {d}'s"
+                return f"its {where} extent {e} is not a multiple of {w}"
+        ivs = [iv for iv, w in zip(loop.ivs, widths) if w > 1]
+    else:
+        ivs = lane_ivs(loop)
+    if not ivs:
+        return None
+    lanes = depends(loop, ivs)
+    along = {iv: depends(loop, [iv]) for iv in ivs}
+    for op in loop.walk():
+        if op is loop:
+            continue
+        index_lanes = [v for v in op.operands if v in lanes and v.type == loop.ivs[0].type]
+        if index_lanes and not isinstance(op, (LoadOp, StoreOp, IndexOp, StageOp)):
+            return f"'{op.name}' uses the index as a value, not a subscript"
+        if isinstance(op, StageOp) and any(v in lanes for v in op.indices):
+            return "a stage's box moves with the vector lanes (a box is one for the whole block)"
+        if isinstance(op, (LoadOp, StoreOp)):
+            offset = flat_offset(op)
+            if any(isinstance(x, ValueDim) and x.value in lanes and x.value not in ivs for x in _leaves(offset)):
+                return f"'{op.name}' has a subscript computed from values that vary with the index (a gather)"
+            for iv in ivs:
+                c = coefficient(offset, iv)
+                if c is None:
+                    return f"'{op.name}' has a subscript that is not linear in the index"
+                if isinstance(op, StoreOp) and c == 0 and op.value in along[iv]:
+                    return "a store of lane values has subscripts that do not vary with the index"
+    return None
+
+
+def why_slow(loop: LoopOp, d: int, width: int) -> str | None:
+    """Why `width` lanes along dimension `d` would not move as contiguous, aligned vectors in every access of the
+    loop (None when they would). An access that strides along them but is contiguous along an enclosing loop's
+    lanes (a row of B while the reduction's lanes run down its columns) moves as vectors along those."""
+    why = why_not(loop, tuple(width if k == d else 1 for k in range(len(loop.extents))))
+    if why:
+        return why
+    iv = loop.ivs[d]
+    for op in loop.walk():
+        if not isinstance(op, (LoadOp, StoreOp)) or not any(uses(expand(e), iv) for e in op.index_exprs()):
+            continue
+        src = op.operands[0]
+        exprs = [expand(e) for e in op.index_exprs()]
+        if isinstance(src.owner, StageOp):  # shared memory: the lanes run along the last dimension
+            if any(uses(e, iv) for e in exprs[:-1]):
+                return f"'{op.name}' of a staged box moves along a dimension other than the last"
+            if src.type.shape[-1] % width:
+                return f"'{op.name}' reads a staged box whose rows ({src.type.shape[-1]}) are not a multiple of {width}"
+            offset = exprs[-1]
         else:
-            rest.append((atom, k))
-    return coeff, rest
+            offset = flat_offset(op)
+        outer = loop_lanes(loop)
+        known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in outer} | {iv: width}
+        c = coefficient(offset, iv)
+        run = width if c == 1 else next((known[ld.iv] for ld in outer if coefficient(offset, ld.iv) == 1), None)
+        if run is None:
+            return f"'{op.name}' strides by {c} elements per iteration (lanes must be consecutive)"
+        if not multiple_of(offset, run, known):
+            return f"'{op.name}' starts at offsets that are not multiples of {run} (unaligned vectors)"
+    return None
 
 
-def _multiple(terms, width: int) -> bool:
-    """Whether a sum of (atom, coefficient) is always a multiple of `width` (structurally)."""
-    return all(k % width == 0 for _, k in terms)
+# ---- lane dimensions: what a value of a vectorized loop's body varies along -------------------------------------
+@dataclass(frozen=True)
+class LaneDim:
+    """A dimension some loop's work items are wider than one along: one register-tile dimension, materialized."""
+
+    loop: LoopOp
+    dim: int
+
+    @property
+    def size(self) -> int:
+        return self.loop.vector_shape[self.dim]
+
+    @property
+    def iv(self) -> Value:
+        return self.loop.ivs[self.dim]
+
+
+def lane_dim_of(v: Value) -> LaneDim | None:
+    """The lane dimension a loop index stands for (None for other values)."""
+    if isinstance(v, BlockArgument):
+        loop = v.block.parent_op
+        if isinstance(loop, LoopOp) and loop.vector_shape[v.index] > 1:
+            return LaneDim(loop, v.index)
+    return None
+
+
+def loop_lanes(op) -> list[LaneDim]:
+    """The lane dimensions of the loops around `op`, outermost first (the register-tile dimensions there)."""
+    from . import enclosing_loops
+
+    return [LaneDim(lp, d) for lp in enclosing_loops(op) for d, w in enumerate(lp.vector_shape) if w > 1]
+
+
+class Lanes:
+    """Which lane dimensions each value varies along (`of`), cached: a load along the lanes its subscripts move
+    with, a reduction's result along its element's minus its own, anything else along its operands'."""
+
+    def __init__(self):
+        self.cache: dict[Value, frozenset] = {}
+
+    def of(self, v: Value) -> frozenset:
+        got = self.cache.get(v)
+        if got is not None:
+            return got
+        ld = lane_dim_of(v)
+        if ld is not None:
+            got = frozenset({ld})
+        elif not isinstance(v, OpResult):
+            got = frozenset()
+        else:
+            op = v.op
+            if isinstance(op, LoadOp):
+                offset = flat_offset(op)
+                got = frozenset(ld for ld in loop_lanes(op) if coefficient(offset, ld.iv) != 0)
+            elif isinstance(op, LoopOp):
+                own = {LaneDim(op, d) for d in range(len(op.extents))}
+                got = self.of(op.yielded[v.index]) - own
+            elif isinstance(op, CombineOp):
+                got = self.of(op.operands[v.index])
+            else:
+                got = frozenset().union(*(self.of(x) for x in op.operands))
+        self.cache[v] = got
+        return got

@@ -13,8 +13,7 @@ import functools
 import numpy as np
 
 from irforge.diagnostics import IRForgeError
-
-SMEM_DEFAULT_LIMIT = 48 * 1024  # dynamic shared memory a launch gets without opting in
+from irforge.target import target
 
 
 class CudaError(IRForgeError):
@@ -156,7 +155,7 @@ class Function:
         self.handle = check(cu.cuModuleGetFunction(module.handle, name.encode()), f"cuModuleGetFunction({name})")
         self._cu_launch = cu.cuLaunchKernel
         self._success = cu.CUresult.CUDA_SUCCESS
-        if smem > SMEM_DEFAULT_LIMIT:
+        if smem > target().smem_static:  # above it a launch must opt in
             limit = device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
             static = self.attribute("SHARED_SIZE_BYTES")
             if smem + static > limit:

@@ -33,9 +33,9 @@ from irforge.ir import Block, Operation, Region, Value
 from irforge.location import FusedLoc, Location, NameLoc
 from irforge.pass_manager import Pass
 from irforge.scalar_ops import SCALAR_OPS
+from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
-STATIC_SMEM_LIMIT = 48 * 1024
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
 _SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
 _RESERVED = set(
@@ -191,6 +191,23 @@ def _is_array(t) -> bool:
     return isinstance(t, (TensorType, FragType))
 
 
+def _broadcast_index(i: str, shape, operand_shape) -> str:
+    """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to
+    (a number when `i` is one)."""
+    if i.isdigit():
+        pos = np.unravel_index(int(i), shape)
+        return str(int(np.ravel_multi_index([p if m != 1 else 0 for p, m in zip(pos, operand_shape)], operand_shape)))
+    terms, inner, own = [], 1, 1
+    for n, m in reversed(list(zip(shape, operand_shape))):
+        if m != 1:
+            pos = f"{i} / {inner}" if inner != 1 else i
+            pos = f"({pos}) % {n}" if inner * n != int(np.prod(shape)) else pos
+            terms.append(f"({pos}) * {own}" if own != 1 else f"({pos})")
+        inner *= n
+        own *= m
+    return " + ".join(reversed(terms)) or "0"
+
+
 class _Emitter:
     def __init__(self, kernel: K.KernelFuncOp):
         self.k = kernel
@@ -201,6 +218,7 @@ class _Emitter:
         self.used = set(_RESERVED)
         self.last_origin: str | None = None
         self.dynamic_smem = 0
+        self.inline: dict = {}  # values emitted where their one user reads them, not as arrays
         self.written = K._written_params(kernel)
         bx, by, _ = kernel.attributes["block"]
         x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
@@ -227,9 +245,14 @@ class _Emitter:
     def ctype(self, t) -> str:
         return c_type(element_type(t), self.index_t)
 
-    def elem(self, v: Value, i: str) -> str:
-        """Element `i` of a tile or fragment value, or the value itself for a scalar (it broadcasts)."""
-        return f"{self.name(v)}[{i}]" if _is_array(v.type) else self.name(v)
+    def elem(self, v: Value, i: str, within=None) -> str:
+        """Element `i` of a tile or fragment value, or the value itself for a scalar (it broadcasts). `within`: the
+        tile type `i` runs over, when `v` broadcasts against it along dimensions of size 1."""
+        if not _is_array(v.type):
+            return self.name(v)
+        if isinstance(within, TensorType) and isinstance(v.type, TensorType) and v.type.shape != within.shape:
+            i = _broadcast_index(i, within.shape, v.type.shape)
+        return f"{self.name(v)}[{i}]"
 
     def declare(self, v: Value, expr_of) -> None:
         """Declare `v`: `const T v = expr;` for a scalar, or an array filled elementwise by an unrolled loop."""
@@ -318,9 +341,10 @@ class _Emitter:
             else:
                 self.line(f"__shared__ __align__(128) {ct} {n}[{count}];  // {what}")
                 static += nbytes
-        if static > STATIC_SMEM_LIMIT:
+        limit = target().smem_static
+        if static > limit:
             raise self.k.error(
-                f"declares {static} bytes of static shared memory, over the {STATIC_SMEM_LIMIT}-byte limit;"
+                f"declares {static} bytes of static shared memory, over the {limit}-byte limit;"
                 " mark the largest buffers `dynamic`"
             )
         self.dynamic_smem = offset
@@ -390,7 +414,7 @@ class _Emitter:
         rt = element_type(op.result.type)
 
         def expr(i):
-            args = [self.elem(v, i) for v in op.operands]
+            args = [self.elem(v, i, op.result.type) for v in op.operands]
             if name == "select":
                 return f"({args[0]} ? {args[1]} : {args[2]})"
             if not o.infix:
@@ -401,6 +425,10 @@ class _Emitter:
                 return f"{HALF_TYPES[C_TYPES[rt.name]][1]}({e})" if rt.name in ("f16", "bf16") else e
             return f"({args[0]} {o.cuda} {args[1]})"
 
+        users = op.result.users
+        if len(op.result.uses) == 1 and isinstance(users[0], K.ReduceOp) and users[0].init:
+            self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
+            return
         self.declare(op.result, expr)
 
     def op_cast(self, op):
@@ -411,7 +439,11 @@ class _Emitter:
         return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
 
     def op_splat(self, op):
-        self.declare(op.result, lambda i: self.name(op.input))
+        self.declare(op.result, lambda i: self.elem(op.input, i, op.result.type))
+
+    def op_reshape(self, op):
+        t = op.result.type
+        self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{t.numel}] = {self.name(op.input)};")
 
     def op_extract(self, op):
         t = op.tile.type
@@ -432,8 +464,12 @@ class _Emitter:
         half = et.name in ("f16", "bf16")
         acc_t = "float" if half else self.ctype(et)
         comb = _MONOID_C[op.attributes["kind"]]
-        src = self.name(op.input)
-        get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
+        inline = self.inline.get(op.input)
+        if inline is not None:
+            get = (lambda i: f"irf_f32({inline(str(i))})") if half else (lambda i: inline(str(i)))
+        else:
+            src = self.name(op.input)
+            get = (lambda i: f"irf_f32({src}[{i}])") if half else (lambda i: f"{src}[{i}]")
         axes = tuple(op.attributes["axes"])
         kept = [i for i in range(t.rank) if i not in axes]
         out_shape = [t.shape[i] for i in kept]
@@ -443,6 +479,18 @@ class _Emitter:
             groups.setdefault(key, []).append(flat)
         res = self.name(op.result)
         to = (lambda x: f"{HALF_TYPES[C_TYPES[et.name]][1]}({x})") if half else (lambda x: x)
+        if op.init:  # folded into the accumulator one element after another (a chain of fused multiply-adds)
+            acc = op.init[0]
+            outs = list(groups.values())
+            if out_shape:
+                self.line(f"{self.ctype(et)} {res}[{len(outs)}];")
+            for o_flat, members in enumerate(outs):
+                e = self.elem(acc, str(o_flat))
+                for m in members:  # halves round after every step, as the simulator does
+                    e = to(comb.format(a=f"irf_f32({e})" if half else e, b=get(m)))
+                out = f"{res}[{o_flat}]" if out_shape else f"const {self.ctype(et)} {res}"
+                self.line(f"{out} = {e};")
+            return
         if not out_shape:  # a whole tile to one value: an unrolled loop over its elements
             self.line(f"{acc_t} {res}_acc = {get(0)};")
             self.unrolled(t.numel, f"{res}_acc = {comb.format(a=f'{res}_acc', b=get('irf_e'))};", start=1)
@@ -527,17 +575,20 @@ class _Emitter:
     def op_smem(self, op):
         pass  # declared at the top of the kernel
 
-    def address(self, op, group: str, mem: Value) -> str:
-        """`&mem[...]`-style pointer expression for an access at `mem[group]`."""
-        idx = self.index(op, group)
+    def address(self, op, group: str, mem: Value, offset: int = 0) -> str:
+        """`&mem[...]`-style pointer expression for an access at `mem[group]`, `offset` elements further (before a
+        swizzle)."""
         t = mem.type
         if isinstance(t, PtrType):
-            return f"{self.name(mem)} + {idx[0]}" if idx[0] != "0" else self.name(mem)
-        off = self.smem_offset(op.exprs(group), op.index_operands, t)
+            (idx,) = op.exprs(group)
+            names = [self.name(v) for v in op.index_operands]
+            text = c_index(idx + offset if offset else idx, lambda i: names[i])
+            return f"{self.name(mem)} + {text}" if text != "0" else self.name(mem)
+        off = self.smem_offset(op.exprs(group), op.index_operands, t, offset=offset)
         return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
 
-    def smem_offset(self, exprs, operands, t: SmemType, extra=None) -> str:
-        lin = ix.Const(0)
+    def smem_offset(self, exprs, operands, t: SmemType, extra=None, offset: int = 0) -> str:
+        lin = ix.Const(offset)
         for e, s in zip(exprs, t.strides):
             lin = lin + e * s
         names = [self.name(v) for v in operands]
@@ -547,25 +598,56 @@ class _Emitter:
             return f"irf_swizzle<{b}, {m}, {s}>({text})"
         return text
 
+    def runs(self, op, t: TensorType):
+        """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
+        strides = op.attributes.get("strides") or K.default_strides(t.shape)
+        run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
+        return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
+
     def op_load(self, op):
-        ptr = self.address(op, "index", op.mem)
         r, t = op.result, op.result.type
-        if _is_array(t):
-            self.line(f"{self.ctype(t)} {self.name(r)}[{_numel(t)}];")
-            self.line(f"irf_load({self.name(r)}, {ptr});")
-        else:
-            self.line(f"const {self.ctype(t)} {self.name(r)} = *({ptr});")
+        if not _is_array(t):
+            self.line(f"const {self.ctype(t)} {self.name(r)} = *({self.address(op, 'index', op.mem)});")
+            return
+        n = self.name(r)
+        self.line(f"{self.ctype(t)} {n}[{_numel(t)}];")
+        run, parts = self.runs(op, t)
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_load({n}, {parts[0][0]});")
+            return
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_load_n<{run}>({n} + {pos[0]}, {ptr});")
+            else:  # a run along an outer dimension: its elements are strided in the tile
+                self.line(f"{{ {self.ctype(t)} irf_run[{run}]; irf_load_n<{run}>(irf_run, {ptr});")
+                self.line("  " + " ".join(f"{n}[{p}] = irf_run[{j}];" for j, p in enumerate(pos)) + " }")
 
     def op_store(self, op):
-        ptr = self.address(op, "index", op.mem)
-        if _is_array(op.value.type):
-            self.line(f"irf_store({ptr}, {self.name(op.value)});")
-        else:
-            self.line(f"*({ptr}) = {self.name(op.value)};")
+        v, t = op.value, op.value.type
+        if not _is_array(t):
+            self.line(f"*({self.address(op, 'index', op.mem)}) = {self.name(v)};")
+            return
+        n = self.name(v)
+        run, parts = self.runs(op, t)
+        if len(parts) == 1 and parts[0][1] == list(range(_numel(t))):
+            self.line(f"irf_store({parts[0][0]}, {n});")
+            return
+        for ptr, pos in parts:
+            if pos == list(range(pos[0], pos[0] + run)):
+                self.line(f"irf_store_n<{run}>({ptr}, {n} + {pos[0]});")
+            else:
+                elems = ", ".join(f"{n}[{p}]" for p in pos)
+                self.line(f"{{ const {self.ctype(t)} irf_run[{run}] = {{{elems}}};")
+                self.line(f"  irf_store_n<{run}>({ptr}, irf_run); }}")
 
     def op_atomic(self, op):
-        ptr = self.address(op, "index", op.mem)
-        self.line(f"irf_atomic_{op.attributes['kind']}({ptr}, {self.name(op.value)});")
+        kind, v, t = op.attributes["kind"], op.value, op.value.type
+        if not _is_array(t):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem)}, {self.name(v)});")
+            return
+        strides = op.attributes.get("strides") or K.default_strides(t.shape)
+        for k, offset in enumerate(K.tile_offsets(t.shape, strides)):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem, offset)}, {self.name(v)}[{k}]);")
 
     def op_barrier(self, op):
         self.line("__syncthreads();")

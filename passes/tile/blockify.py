@@ -1,17 +1,24 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.passes.tile.heuristics import THREAD_CHOICES, heuristic
+from irforge.dialects.tile.algebra import contractions_in
+from irforge.passes.tile.heuristics import THREAD_CHOICES, TILE_CHOICES, heuristic
+from irforge.passes.tile.rewrites import tile_loop
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
 
 
 class TileBlockify(Pass):
     """Split parallel loops into blocks x threads.
 
-    Two moves, both recognised as done from the IR (a loop already on a thread axis is left alone):
+    Three moves, each recognised as done from the IR (a loop already on a thread axis is left alone):
 
+    - a band whose points are the outputs of a contraction (`irforge.dialects.tile.algebra`) is cut into output
+      tiles of `bm` x `bn` points (along its innermost M and N dimensions), a block per tile, the tile's points a
+      loop over `threads` threads along x: the block's threads share the rows of A and columns of B the tile
+      reads;
     - a free loop inside a block's point (under a band, or a loop that shares a reduction) goes on threadIdx.x
       when the block already has threads there that no enclosing loop uses: the threads take its iterations in
       turn (the write-back loop after a cooperative reduction);
@@ -19,7 +26,8 @@ class TileBlockify(Pass):
       z that neither an enclosing loop nor anything inside it uses (y under a cooperative reduction on x: several
       rows per block). The grid shrinks to match. A band holding a `tile.stage` keeps its point per block.
 
-    `threads` is the block size along the new axis; 0 asks passes/tile/heuristics.py, 1 leaves bands alone.
+    `threads` is the block size along the new axis; 0 asks passes/tile/heuristics.py, 1 leaves bands alone; so
+    do `bm` and `bn` (1: that dimension is not tiled).
     """
 
     name = "tile-blockify"
@@ -31,14 +39,27 @@ class TileBlockify(Pass):
         help="threads per block along the axis a band is split over (0: from the band's shape, by "
         "passes/tile/heuristics.py; 1: bands stay one point per block)",
     )
+    bm: int = option(
+        0, domain=Choices(TILE_CHOICES), help="rows (M) of a contraction's output tile per block (0: heuristic)"
+    )
+    bn: int = option(
+        0, domain=Choices(TILE_CHOICES), help="columns (N) of a contraction's output tile per block (0: heuristic)"
+    )
 
     def check(self, op: Operation) -> str | None:
-        if not isinstance(op, T.KernelOp) or self.threads <= 1:
+        if not isinstance(op, T.KernelOp):
+            return None
+        for band, m_dim, n_dim in _contraction_bands(op):
+            for name, size, d in (("bm", self.bm, m_dim), ("bn", self.bn, n_dim)):
+                if size > 1 and band.extents[d] % size:
+                    return f"{name}={size} does not divide the contraction's {band.extents[d]} outputs along it"
+        if self.threads <= 1:
             return None
         for band, axis in _band_splits(op, _inner_free_loops(op)):
             size = op.axis_size(axis)
-            if size == 1 and op.threads * self.threads > 1024:
-                return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
+            if size == 1 and op.threads * self.threads > target().max_threads:
+                n = op.threads * self.threads
+                return f"threads={self.threads} would give the block {n} threads (the limit is {target().max_threads})"
             n = self.threads if size == 1 else size
             if axis != "threadIdx.x" and _holds_collectives(band) and band.work_items % n:
                 return (
@@ -51,6 +72,8 @@ class TileBlockify(Pass):
         why = self.check(op)
         if why:
             raise op.error(why)
+        for band, m_dim, n_dim in _contraction_bands(op):
+            _tile_contraction(op, band, m_dim, n_dim, self)
         inner = _inner_free_loops(op)
         splits = _band_splits(op, inner)
         for loop in inner:
@@ -59,11 +82,49 @@ class TileBlockify(Pass):
             size = op.axis_size(axis)
             if size == 1:
                 size = self.threads or heuristic().band_threads(op, band, axis)
-                if size == 1 or op.threads * size > 1024:
+                if size == 1 or op.threads * size > target().max_threads:
                     continue
                 op.set_axis_size(axis, size)
             band.attributes["bind"] = (*band.bind, axis)
         T.fit_grid(op)
+
+
+def _contraction_bands(kernel: T.KernelOp) -> list[tuple[T.ForOp, int, int]]:
+    """(band, M dimension, N dimension) of every band whose points are a contraction's outputs and that is not cut
+    into tiles yet (nothing inside it on threads), in a kernel with no threads sized yet."""
+    if kernel.threads > 1:
+        return []
+    out = []
+    for band in kernel.walk():
+        if not _is_band(band) or band.vector > 1 or T.axes_used_within(band) - {*band.bind} or _holds_collectives(band):
+            continue
+        for c in contractions_in(band):
+            m = [d for d, iv in enumerate(band.ivs) if iv in c.m]
+            n = [d for d, iv in enumerate(band.ivs) if iv in c.n]
+            if m and n:
+                out.append((band, m[-1], n[-1]))
+                break
+    return out
+
+
+def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, p: TileBlockify) -> None:
+    bm, bn, threads = heuristic().contraction_tile(kernel, band, m_dim, n_dim)
+    bm, bn, threads = p.bm or bm, p.bn or bn, p.threads or threads
+    if bm == 1 and bn == 1:
+        return
+    sizes = [1] * len(band.extents)
+    sizes[m_dim], sizes[n_dim] = bm, bn
+    threads = min(threads, bm * bn, target().max_threads)
+    tile_loop(band, tuple(sizes), inner_bind=("threadIdx.x",))
+    kernel.set_axis_size("threadIdx.x", threads)
+
+
+def _tiles_contraction(band: T.ForOp) -> bool:
+    """Whether the band's points are tiles of a contraction's outputs (a thread loop inside computes them)."""
+    return any(
+        isinstance(lp, T.ForOp) and any(a in T.THREAD_AXES for a in lp.bind) and contractions_in(lp)
+        for lp in band.walk()
+    )
 
 
 def _is_band(loop) -> bool:
@@ -89,7 +150,7 @@ def _band_splits(kernel: T.KernelOp, inner: list[T.ForOp]) -> list[tuple[T.ForOp
     threadIdx.x."""
     out = []
     for band in kernel.walk():
-        if not _is_band(band) or any(isinstance(x, T.StageOp) for x in band.walk()):
+        if not _is_band(band) or any(isinstance(x, T.StageOp) for x in band.walk()) or _tiles_contraction(band):
             continue
         taken = T.bound_axes(band) | T.axes_used_within(band)
         if any(band.is_ancestor_of(lp) for lp in inner):

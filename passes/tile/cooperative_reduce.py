@@ -5,6 +5,7 @@ from irforge.passes.tile.heuristics import THREAD_CHOICES, heuristic
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
 
 
 class TileCooperativeReduce(Pass):
@@ -38,8 +39,9 @@ class TileCooperativeReduce(Pass):
                 f"threads={self.threads}, but the kernel already has {bx} threads along threadIdx.x (a reduction "
                 "shares them)"
             )
-        if op.threads * self.threads > 1024:
-            return f"threads={self.threads} would give the block {op.threads * self.threads} threads (at most 1024)"
+        if op.threads * self.threads > target().max_threads:
+            n = op.threads * self.threads
+            return f"threads={self.threads} would give the block {n} threads (the limit is {target().max_threads})"
         return None
 
     def run(self, op: Operation) -> None:
@@ -52,7 +54,7 @@ class TileCooperativeReduce(Pass):
             n = op.axis_size("threadIdx.x")
             if n == 1:
                 n = self.threads or heuristic().cooperative_threads(op, r)
-                if n == 1 or op.threads * n > 1024:
+                if n == 1 or op.threads * n > target().max_threads:
                     continue
                 op.set_axis_size("threadIdx.x", n)
             share(r)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel.types import element_bytes
+from irforge.dialects.tile.algebra import contraction_of, contractions_in
+
+from irforge.target import target
 
 THREADS_PER_BLOCK = 256  # enough warps per SM to hide memory latency, several blocks per SM
 MIN_COOPERATIVE = 128  # shorter reductions stay in one thread
@@ -25,6 +28,18 @@ BYTES_PER_THREAD = 64
 # row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
 ROW_BLOCK_THREADS = 128
 STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (of the 48 KB static limit)
+# Contractions on the SIMT path: a thread computes a register tile of up to THREAD_OUTPUTS outputs (8 x 8: 64
+# accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
+# the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
+THREAD_OUTPUTS = 64
+FMA_PER_CLOCK = 128  # fp32 fused multiply-adds a multiprocessor issues per clock
+L2_BYTES_PER_CLOCK = 24  # L2 -> multiprocessor bandwidth per multiprocessor and clock (H100: ~5.5 TB/s over 132)
+CONTRACTION_THREADS = 256
+K_CHUNK_BYTES = 32
+RING = 3
+RASTER_THREADS = False  # see warp_rows
+MIN_SHARE = 16  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
+CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
 
 def _pow2_floor(n: int) -> int:
@@ -37,9 +52,10 @@ def _pow2_ceil(n: int) -> int:
 
 class Heuristic:
     def cooperative_threads(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Threads along threadIdx.x that share `reduce` (1: it stays in one thread)."""
+        """Threads along threadIdx.x that share `reduce` (1: it stays in one thread). A contraction's reduction is
+        not shared: its outputs are tiled over threads instead (`tile-blockify`)."""
         n = reduce.extents[0]
-        if n < MIN_COOPERATIVE:
+        if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
         size = min(map(element_bytes, loads), default=4)
@@ -71,7 +87,106 @@ class Heuristic:
 
     def stage_budget(self, kernel: T.KernelOp) -> int:
         """Bytes of shared memory the kernel may use for staged inputs."""
-        return STAGE_BYTES
+        return CONTRACTION_SMEM if contractions_in(kernel) else STAGE_BYTES
+
+    # ---- contractions -------------------------------------------------------------------------------------------
+    def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
+        """(bm, bn, threads): the output tile of a block and its threads. Scored by a throughput model: a tile's
+        k-step costs the larger of its multiply-adds (FMA_PER_CLOCK per multiprocessor) and its operand loads from
+        L2 (L2_BYTES_PER_CLOCK per multiprocessor), and the tiles spread over the multiprocessors in whole waves."""
+        m, n = band.extents[m_dim], band.extents[n_dim]
+        sms = target().sm_count
+        tiles_per_point = band.work_items // (m * n)
+        best, best_score = (1, 1, 1), -1.0
+        for bm in TILE_CHOICES[1:]:
+            for bn in TILE_CHOICES[1:]:
+                if m % bm or n % bn or bm > 128 or bn > 128 or bm * bn < 256:
+                    continue
+                threads = max(32, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+                tiles = tiles_per_point * (m // bm) * (n // bn)
+                compute = bm * bn / FMA_PER_CLOCK
+                loads = (bm + bn) * 4 / L2_BYTES_PER_CLOCK
+                efficiency = compute / max(compute, loads)
+                fill = tiles / (-(-tiles // sms) * sms)
+                score = efficiency * fill
+                if score > best_score + 1e-9 or (abs(score - best_score) <= 1e-9 and bm * bn > best[0] * best[1]):
+                    best, best_score = (bm, bn, threads), score
+        return best
+
+    def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
+        """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
+        as square as it goes, wider along N (the contiguous direction of B and of the output)."""
+        units = loop.units(kernel)
+        per_thread = max(1, loop.iterations // units)
+        m, n = loop.extents[m_dim], loop.extents[n_dim]
+        tm = tn = 1
+        while tm * tn < min(per_thread, THREAD_OUTPUTS):
+            if tn <= tm and n % (tn * 2) == 0:
+                tn *= 2
+            elif m % (tm * 2) == 0:
+                tm *= 2
+            elif n % (tn * 2) == 0:
+                tn *= 2
+            else:
+                break
+        return tm, tn
+
+    def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
+        """Register tiles a warp spans down the rows of a contraction's output tile (1: the threads' natural
+        row-major order). Grouping R x 32 / R tiles reads fewer distinct operand elements per step (R * TM of A,
+        32 / R * TN of B), but A's rows are K_CHUNK_BYTES apart in shared memory, so R rows of it TM apart fall in
+        one bank group: measured slower on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep2: 0.44x
+        of cuBLAS with R = 4 against 0.64x without), so it stays 1 until the rows are swizzled apart."""
+        if not RASTER_THREADS:
+            return 1
+        widths = loop.vector_shape
+        if len(widths) < 2:
+            return 1
+        tm, tn = widths[-2], widths[-1]
+        grid = loop.layout.work_grid
+        warp = target().warp_size
+        options = [r for r in (1, 2, 4, 8, 16, 32) if grid[-2] % r == 0 and r <= grid[-2] and warp // r <= grid[-1]]
+        return min(options, key=lambda r: (r * tm + warp // r * tn, r), default=1)
+
+    def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
+        each row at a time."""
+        c = contraction_of(reduce)
+        if c is None:
+            return 1
+        size = min(element_bytes(ld.buffer.type.dtype) for ld in c.a + c.b)
+        k = reduce.extents[0]
+        chunk = K_CHUNK_BYTES // size
+        while chunk > 1 and k % chunk:
+            chunk //= 2
+        return chunk if chunk < k else 1
+
+    def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Blocks sharing one reduction, for kernels whose blocks fill less than half the multiprocessors: enough
+        that they fill them once, each share at least MIN_SHARE trips (a contraction's, whose chunks are staged: the
+        pipeline needs trips to fill)."""
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            return 1
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        sms = target().sm_count
+        trips = reduce.extents[0]
+        best = 1
+        if 2 * blocks >= sms:
+            return 1
+        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
+            if blocks * best >= sms or trips % s or trips // s < MIN_SHARE:
+                break
+            best = s
+        return best
+
+    def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
+        """Buffers a stage in a loop cycles through."""
+        return RING
+
+
+def _holds_contraction(reduce: T.ReduceOp) -> bool:
+    """A chunked contraction: the reduction whose trips hold the contraction's chunks."""
+    return any(contraction_of(r) is not None for r in reduce.walk() if isinstance(r, T.ReduceOp) and r is not reduce)
 
 
 _CURRENT = Heuristic()
@@ -89,3 +204,4 @@ def set_heuristic(h: Heuristic) -> Heuristic:
 
 
 THREAD_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+TILE_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)

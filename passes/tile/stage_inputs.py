@@ -5,6 +5,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.loop import indexing
+from irforge.dialects.tile.vectors import expand
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge import index_expr as ix
@@ -15,12 +16,14 @@ from irforge.pass_manager import Choices, Pass, option
 class TileStageInputs(Pass):
     """Stage the input slabs a block reads more than once in shared memory, so they leave global memory once.
 
-    Where all of a block's threads stand at one point (the body of a band on block axes only, or the kernel body
-    outside bands) and the block has several threads, a buffer whose loads at that point sit in two or more loops
-    (a reduction's pass and the write-back pass, as in RMSNorm or LayerNorm) is copied there by a `tile.stage`:
-    the box its loads reach (each subscript split into the point's part and the inner loops' range), if it fits
-    the budget. Its loads then read the staged box. A staged buffer has no such loads left, so the pass is
-    idempotent.
+    A stage goes where all of a block's threads stand together: the start of a band's point (a loop on block axes
+    only), of the kernel, or of a trip of a reduction whose enclosing thread loops give every thread one work item
+    (a contraction's chunk of K: `tile-chunk-reduce`). There, a buffer whose loads below reach fewer elements than
+    they read (each element read twice or more: by two loops of a thread, as RMSNorm's two passes over its row,
+    or by several threads, as a contraction's A and B slabs are by a block's rows and columns) is copied once into
+    a `tile.stage` of the box the loads reach (each subscript split into the point's part and the range of the
+    loops and threads below), if it fits the budget; the loads then read the copy. A staged buffer has no such
+    loads left, so the pass is idempotent.
     """
 
     name = "tile-stage-inputs"
@@ -31,7 +34,7 @@ class TileStageInputs(Pass):
     )
     max_bytes: int = option(
         0,
-        domain=Choices((0, 4096, 8192, 16384, 24576, 32768, 40960, 49152)),
+        domain=Choices((0, 4096, 8192, 16384, 24576, 32768, 40960, 49152, 65536, 98304)),
         help="shared memory the kernel's staged boxes may take (0: the budget of passes/tile/heuristics.py)",
     )
 
@@ -40,9 +43,8 @@ class TileStageInputs(Pass):
             return
         budget = (self.max_bytes or heuristic().stage_budget(op)) - staged_bytes(op)
         wanted = {n.lstrip("%@") for n in self.inputs}
-        bands = [lp for lp in op.walk() if _is_uniform_band(lp)]
-        for owner in [*bands, op]:
-            for buf, loads in _reused(owner, bands).items():
+        for owner in owners(op):
+            for buf, loads in _reused(owner, op).items():
                 if wanted and _buffer_name(buf) not in wanted:
                     continue
                 box = _box(owner, loads)
@@ -55,13 +57,41 @@ class TileStageInputs(Pass):
 
 
 def staged_bytes(kernel: T.KernelOp) -> int:
-    return sum(math.prod(s.box) * element_bytes(s.result.type.dtype) for s in kernel.walk() if isinstance(s, T.StageOp))
+    return sum(
+        math.prod(s.box) * element_bytes(s.result.type.dtype) * s.ring
+        for s in kernel.walk()
+        if isinstance(s, T.StageOp)
+    )
 
 
 def _buffer_name(buf: Value) -> str:
     if isinstance(buf.owner, T.ParamOp):
         return buf.owner.attributes["sym"].name
     return buf.name_hint or ""
+
+
+def owners(kernel: T.KernelOp) -> list[Operation]:
+    """Where stages may go, innermost first: trips of reductions the whole block runs together, band points, the
+    kernel."""
+    trips = [r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _together(r)]
+    bands = [lp for lp in kernel.walk() if _is_uniform_band(lp)]
+    return [*reversed(trips), *bands, kernel]
+
+
+def _together(r: T.ReduceOp) -> bool:
+    """A reduction every thread of the block runs trip by trip together: not distributed or vectorized, and every
+    thread loop around it gives each thread one work item (a reduction around it split over blocks is fine: a
+    block's threads share its unit)."""
+    if r.bind or r.vector > 1 or not any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
+        return False
+    k = T.kernel_of(r)
+    for lp in T.enclosing_loops(r):
+        on_threads = any(a in T.THREAD_AXES for a in lp.bind)
+        if isinstance(lp, T.ReduceOp) and (on_threads or lp.vector > 1):
+            return False
+        if on_threads and lp.work_items != lp.units(k):
+            return False
+    return True
 
 
 def _is_uniform_band(lp: Operation) -> bool:
@@ -76,51 +106,67 @@ def _is_uniform_band(lp: Operation) -> bool:
     )
 
 
-def _reused(owner: Operation, bands: list) -> dict[Value, list[T.LoadOp]]:
-    """Buffers read at `owner`'s point (outside other bands) by loads in two or more of its loops."""
+def _moving(owner: Operation, load: T.LoadOp) -> dict[Value, int]:
+    """{index: extent} of the indices that take all their values while the block stands at `owner`'s point: the
+    loops inside it around the load, and the thread loops around it whose every work item has its thread."""
+    out = {}
+    kernel = T.kernel_of(load)
+    for lp in T.enclosing_loops(load):
+        inside = lp is not owner and owner.is_ancestor_of(lp)
+        block_wide = (
+            lp is not owner
+            and lp.is_ancestor_of(owner)
+            and any(a in T.THREAD_AXES for a in lp.bind)
+            and lp.work_items == lp.units(kernel)
+        )
+        if inside or block_wide:
+            out.update(zip(lp.ivs, lp.extents))
+    return out
+
+
+def _reused(owner: Operation, kernel: T.KernelOp) -> dict[Value, list[T.LoadOp]]:
+    """Buffers whose loads below `owner` (not below a deeper owner) read their elements more than once."""
+    deeper = [o for o in owners(kernel) if o is not owner and owner.is_ancestor_of(o)]
     found: dict[Value, list] = {}
     for op in owner.walk():
-        if not isinstance(op, T.LoadOp) or isinstance(op.buffer.owner, T.StageOp):
+        if not isinstance(op, T.LoadOp) or isinstance(op.buffer.owner, T.StageOp) or not op.buffer.type.shape:
             continue
-        if any(b is not owner and b.is_ancestor_of(op) for b in bands):
+        if any(d.is_ancestor_of(op) for d in deeper):
             continue
         found.setdefault(op.buffer, []).append(op)
-    return {buf: loads for buf, loads in found.items() if len({id(_reader(ld, owner)) for ld in loads}) >= 2}
-
-
-def _reader(load: T.LoadOp, owner: Operation) -> Operation:
-    """The outermost loop inside `owner` around the load (the owner itself when there is none)."""
-    cur, last = load.parent_op, owner
-    while cur is not None and cur is not owner:
-        if isinstance(cur, T.LoopOp):
-            last = cur
-        cur = cur.parent_op
-    return last
+    out = {}
+    for buf, loads in found.items():
+        box = _box(owner, loads)
+        if box is None:
+            continue
+        reads = sum(math.prod(_moving(owner, ld).values()) for ld in loads)
+        if reads >= 2 * math.prod(box[1]):
+            out[buf] = loads
+    return out
 
 
 def _box(owner: Operation, loads: list[T.LoadOp]):
     """(offsets, sizes) of the box the loads reach: per dimension, the subscripts' part fixed at the point (the same
-    in every load; over values a stage at the start of `owner` can use) plus the inner loops' range. None when a
+    in every load; over values a stage at the start of `owner` can use) plus the moving indices' range. None when a
     subscript mixes the two, or the parts differ."""
     available = _available(owner)
     rank = loads[0].buffer.type.rank
     fixed: list = [None] * rank
     lo, hi = [math.inf] * rank, [-math.inf] * rank
     for ld in loads:
-        inner = {iv: e for lp in T.enclosing_loops(ld) if owner.is_ancestor_of(lp) and lp is not owner
-                 for iv, e in zip(lp.ivs, lp.extents)}  # fmt: skip
+        moving = _moving(owner, ld)
         for d, e in enumerate(ld.index_exprs()):
-            at_point, moving = [], []
-            for atom, k in T.linear_terms(e):
+            at_point, varying = [], []
+            for atom, k in T.linear_terms(expand(e)):
                 leaves = indexing.used_values(atom)
-                if all(v in available for v in leaves):
+                if all(v in moving for v in leaves):
+                    varying.append((atom, k))
+                elif all(v in available and v not in moving for v in leaves):
                     at_point.append((atom, k))
-                elif all(v in inner for v in leaves):
-                    moving.append((atom, k))
                 else:
                     return None
             part = _sum(at_point)
-            r = indexing.value_range(_sum(moving), inner)
+            r = indexing.value_range(_sum(varying), moving)
             if r is None or (fixed[d] is not None and fixed[d] != part):
                 return None
             fixed[d] = part
@@ -154,7 +200,7 @@ def _stage(owner: Operation, buf: Value, loads: list[T.LoadOp], offsets, sizes) 
     owner.body.insert(0, stage)
     for ld in loads:
         extents = T.loop_extents(ld)
-        local = [indexing.simplify(e - o, extents) for e, o in zip(ld.index_exprs(), offsets)]
+        local = [indexing.simplify(expand(e) - o, extents) for e, o in zip(ld.index_exprs(), offsets)]
         new = T.LoadOp.build(stage.result, local, ld.result.name_hint, ld.loc)
         ld.parent.insert_before(ld, new)
         ld.result.replace_all_uses_with(new.result)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel.types import element_bytes
-from irforge.dialects.tile.vectors import why_not
+from irforge.dialects.tile.vectors import why_slow
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge.ir import Operation
@@ -15,7 +15,7 @@ class TileVectorize(Pass):
     A loop (free or reduce) whose innermost index only feeds subscripts, each either independent of it or
     contiguous in it (coefficient 1 in the element offset, the rest a multiple of the width: aligned), gets
     `vector width` (`width` is a ceiling: each loop takes the widest power of two up to it that it allows;
-    `irforge.dialects.tile.vectors.why_not` says what stops a wider one). Materialized, the values that depend on
+    `irforge.dialects.tile.vectors.why_slow` says what stops a wider one). Materialized, the values that depend on
     the index become register tiles of `width` elements (one 16-byte load or store each), the rest stay scalars.
     Loops with loops inside are left alone (lanes through inner loops come with register tiling). Loops already
     vectorized are left alone, so the pass is idempotent. The grid shrinks to the fewer work items.
@@ -37,13 +37,15 @@ class TileVectorize(Pass):
         for loop in _candidates(op):
             if self.width == 0:
                 narrowest = min((element_bytes(a.operands[0].type.dtype) for a in _accesses(loop)), default=4)
-                width = heuristic().vector_width(op, loop, narrowest, lambda v, lp=loop: why_not(lp, v) is None)
+                width = heuristic().vector_width(
+                    op, loop, narrowest, lambda v, lp=loop: why_slow(lp, len(lp.extents) - 1, v) is None
+                )
             else:
                 width = self.width
-                while width > 1 and why_not(loop, width):
+                while width > 1 and why_slow(loop, len(loop.extents) - 1, width):
                     width //= 2
             if width > 1:
-                loop.attributes["vector"] = width
+                loop.set_vector((1,) * (len(loop.extents) - 1) + (width,))
         T.fit_grid(op)
 
 

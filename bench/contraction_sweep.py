@@ -1,0 +1,200 @@
+"""The contraction schedule sweep: fp32 products through the tile passes at several option points, against cuBLAS.
+
+    python bench/contraction_sweep.py prepare DIR [--shapes ...] [--variants ...]   # no GPU: lower and compile
+    python bench/contraction_sweep.py run DIR [-o OUT.json]                          # on the GPU: check and time
+
+`prepare` writes each (shape, variant) as a cuda-level program (`DIR/<case>.ir`, the text parses back) and fills
+the NVRTC cache (`DIR/cache`) so the GPU run compiles nothing; `run` checks each program against torch (fp32, no
+TF32) on random inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, median), and prints
+a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `torch-to-cuda`'s schedule; the others
+override tile pass options through the pipeline text, as the tuner would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# (name, M, N, K, transposed B): seed84 shapes (TinyLlama / Qwen2.5 projections) and two square ones.
+SHAPES = {
+    "TL.q.s512": (512, 2048, 2048, False),
+    "TL.gate.s512": (512, 5632, 2048, False),
+    "TL.down.s512": (512, 2048, 5632, False),
+    "TL.q.s128": (128, 2048, 2048, False),
+    "TL.q.s32": (32, 2048, 2048, False),
+    "QW.q.s512": (512, 3584, 3584, False),
+    "sq.2048": (2048, 2048, 2048, False),
+    "TL.q.s512.linear": (512, 2048, 2048, True),
+}
+
+LOOP_TO_TILE = (
+    "map-to-tile,tile-cooperative-reduce,tile-blockify{opts_b},tile-register-tile{opts_r},tile-permute-lanes{opts_p},"
+    "tile-chunk-reduce{opts_c},tile-split-reduce{opts_s},tile-vectorize,tile-stage-inputs,tile-multi-buffer{opts_m},"
+    "tile-async-copy,tile-pipeline"
+)
+
+
+def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, splits=0, rows=0, group_bytes=0) -> str:
+    def opts(**kw):
+        kv = " ".join(f"{k.replace('_', '-')}={v}" for k, v in kw.items() if v)
+        return "{" + kv + "}" if kv else ""
+
+    return LOOP_TO_TILE.format(
+        opts_b=opts(bm=bm, bn=bn, threads=threads),
+        opts_r=opts(tm=tm, tn=tn),
+        opts_p=opts(rows=rows, group_bytes=group_bytes),
+        opts_c=opts(bk=bk),
+        opts_s=opts(splits=splits),
+        opts_m=opts(stages=stages),
+    )
+
+
+VARIANTS = {
+    "default": variant(),
+    "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8),
+    "64x128.t128": variant(bm=64, bn=128, threads=128, tm=8, tn=8),
+    "64x128.t256": variant(bm=64, bn=128, threads=256, tm=4, tn=8),
+    "64x64.t64": variant(bm=64, bn=64, threads=64, tm=8, tn=8),
+    "64x64.t128": variant(bm=64, bn=64, threads=128, tm=4, tn=8),
+    "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16),
+    "64x128.s4": variant(bm=64, bn=128, threads=128, tm=8, tn=8, stages=4),
+    "128x128.bk16": variant(bm=128, bn=128, threads=256, tm=8, tn=8, bk=16),
+    "64x128.nolayout": variant(bm=64, bn=128, threads=128, tm=8, tn=8, rows=1, group_bytes=4),
+    "64x128.rows8": variant(bm=64, bn=128, threads=128, tm=8, tn=8, rows=8),
+    "64x128.split2": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=2),
+    "32x64.t32": variant(bm=32, bn=64, threads=32, tm=8, tn=8),
+    "32x128.t64.split8": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=8),
+    "64x64.t64.split4": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4),
+}
+
+
+def loop_program(m: int, n: int, k: int, transposed: bool) -> str:
+    w_type = f"f32[{n},{k}]" if transposed else f"f32[{k},{n}]"
+    w_sub = "%a1, %r" if transposed else "%r, %a1"
+    return f"""func.func @forward(%x: f32[{m},{k}], %w: {w_type}) -> f32[{m},{n}] {{
+  %y = loop.buffer f32[{m},{n}]
+  loop.kernel @k_matmul {{
+    loop.for %a0 in 0..{m} {{
+      loop.for %a1 in 0..{n} {{
+        %s = loop.reduce %r in 0..{k} add(0.0) -> f32 {{
+          %a = loop.load %x[%a0, %r]
+          %b = loop.load %w[{w_sub}]
+          %p = scalar.mul %a, %b : f32
+          loop.yield %p
+        }}
+        loop.store %y[%a0, %a1] = %s
+      }}
+    }}
+  }}
+  func.return %y
+}}
+"""
+
+
+def prepare(out: Path, shapes, variants) -> None:
+    from irforge.parser import parse_module
+    from irforge.pass_manager import run_pipeline
+    from irforge.printer import print_module
+    from irforge.runtime.nvrtc import compile_cuda
+
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
+    for s in shapes:
+        m, n, k, tr = SHAPES[s]
+        for v in variants:
+            t0 = time.time()
+            module = parse_module(loop_program(m, n, k, tr))
+            try:
+                run_pipeline(module, VARIANTS[v] + ",tile-to-kernel,kernel-to-cuda")
+            except Exception as e:  # a refused option point is a row, not the end of the sweep
+                print(f"{s} {v}: refused: {str(e).splitlines()[0]}")
+                continue
+            log = ""
+            for op in module.body.ops:
+                if op.name == "cuda.kernel":
+                    a = op.attributes
+                    compile_cuda(a["source"], a["sym_name"], arch="sm_90a")
+                    log = compile_cuda(
+                        a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
+                    ).log
+            (out / f"{s}__{v}.ir").write_text(print_module(module))
+            regs = " ".join(x for x in log.split("\n") if "registers" in x or "spill" in x)
+            print(f"{s} {v}: {time.time() - t0:.1f}s {' '.join(regs.split())}")
+
+
+def run(src: Path, out_json: str | None, only: str = "") -> None:
+    import torch
+
+    from irforge.parser import parse_module
+    from irforge.runtime import Executor
+
+    os.environ.setdefault("IRFORGE_CACHE_DIR", str(src / "cache"))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    rows = []
+    for path in sorted(src.glob(f"{only or '*'}.ir")):
+        case, v = path.stem.split("__")
+        m, n, k, tr = SHAPES[case]
+        module = parse_module(path.read_text(), str(path))
+        exe = Executor(module)
+        x = torch.randn(m, k, device="cuda")
+        w = torch.randn((n, k) if tr else (k, n), device="cuda")
+        ref = x @ (w.t() if tr else w)
+        (y,) = exe(x, w)
+        torch.cuda.synchronize()
+        err = float((y - ref).norm() / ref.norm())
+        if not err < 1e-4:
+            print(f"{case} {v}: WRONG (relative error {err:.3g})")
+            rows.append({"case": case, "variant": v, "error": err})
+            continue
+        fns = {"irforge": lambda: exe(x, w), "cublas": lambda: x @ (w.t() if tr else w)}
+        times = {name: [] for name in fns}
+        for fn in fns.values():
+            for _ in range(3):
+                fn()
+        reps = 30
+        for _ in range(reps):
+            for name, fn in fns.items():
+                flush.zero_()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                times[name].append(a.elapsed_time(b) * 1e3)
+        med = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+        flops = 2 * m * n * k
+        row = {"case": case, "variant": v, "us": med["irforge"], "cublas_us": med["cublas"], "error": err}
+        row["tflops"] = flops / med["irforge"] / 1e6
+        row["vs_cublas"] = med["cublas"] / med["irforge"]
+        rows.append(row)
+        print(f"{case:18s} {v:14s} {med['irforge']:9.1f} us {row['tflops']:6.2f} TFLOP/s "
+              f"cuBLAS {med['cublas']:8.1f} us  {row['vs_cublas']:.2f}x")  # fmt: skip
+    if out_json:
+        env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+        Path(out_json).write_text(json.dumps({"environment": env, "rows": rows}, indent=1))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("mode", choices=["prepare", "run"])
+    p.add_argument("dir", type=Path)
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("-o", dest="out")
+    p.add_argument("--only", default="", help="run the programs whose file names match this glob (case__variant)")
+    a = p.parse_args(argv)
+    if a.mode == "prepare":
+        prepare(a.dir, a.shapes.split(","), a.variants.split(","))
+    else:
+        run(a.dir, a.out, a.only)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

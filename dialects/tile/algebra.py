@@ -1,0 +1,167 @@
+"""What a reduction computes, read off its algebra (never off op names): a *contraction* is an `add` reduction
+whose element is a product of two factors whose subscripts share the reduced index, and each free index around
+it (of the loops distributing the outputs) reaches one factor (an M or N index) or both (a batch index). The
+factors may be computed (a prologue: `silu(g) * u` feeding A) and the result may be post-processed (an
+epilogue); neither changes the algebra. `mm`, `bmm`, `linear`, attention's two products and a user's einsum are
+all found alike.
+
+    c = contraction_of(reduce)      # None when it is no contraction
+    c.m, c.n, c.batch               # the free loop indices each kind of output index is
+    c.a, c.b                        # the loads of each factor
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from irforge.dialects.scalar import CastOp, ScalarMathOp
+
+from irforge.ir import Operation, Value
+
+from . import CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
+from .vectors import expand
+
+
+@dataclass
+class Contraction:
+    reduce: ReduceOp
+    a: list[LoadOp]  # the loads of the factor that reaches the M indices
+    b: list[LoadOp]  # ... the N indices
+    m: list[Value] = field(default_factory=list)  # free loop indices only A's subscripts use
+    n: list[Value] = field(default_factory=list)  # ... only B's
+    batch: list[Value] = field(default_factory=list)  # ... both use
+
+    @property
+    def k(self) -> Value:
+        return self.reduce.iv
+
+
+def _unwrap(v: Value) -> Value:
+    """Through casts (accumulation types): the value a cast converts."""
+    while isinstance(v.owner, CastOp):
+        v = v.owner.operand
+    return v
+
+
+def _slice_loads(v: Value, within: Operation) -> list[LoadOp] | None:
+    """The loads the computation of `v` reads inside `within` (None if it reads a loop's result there)."""
+    out, seen, todo = [], set(), [v]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        op = x.owner
+        if not isinstance(op, Operation) or not within.is_ancestor_of(op):
+            continue
+        if isinstance(op, LoadOp):
+            out.append(op)
+        elif isinstance(op, (ScalarMathOp, CastOp)) or op.name == "scalar.const":
+            todo.extend(op.operands)
+        elif op.name == "tile.index":
+            continue
+        else:
+            return None
+    return out
+
+
+def _indices(loads: list[LoadOp]) -> set:
+    return {v for ld in loads for e in ld.index_exprs() for v in _values(expand(e))}
+
+
+def _values(e) -> set:
+    from irforge.dialects.loop.indexing import used_values
+
+    return set(used_values(e))
+
+
+def contraction_of(reduce: ReduceOp) -> Contraction | None:
+    """The contraction `reduce` computes, or None. Every carrier must be an `add` whose element is a product of
+    the same two factors' kinds (several carriers: contractions sharing a factor, as gate and up share x)."""
+    if not isinstance(reduce, ReduceOp) or not reduce.body.ops or not isinstance(reduce.body.ops[-1], YieldOp):
+        return None
+    if any(m.name != "add" for m, _, _ in reduce.carriers):
+        return None
+    free = [iv for lp in enclosing_loops(reduce) if isinstance(lp, ForOp) for iv in lp.ivs]
+    k = reduce.iv
+    a_loads: list[LoadOp] = []
+    b_loads: list[LoadOp] = []
+    m_set: set | None = None
+    n_set: set | None = None
+    for y in reduce.yielded:
+        prod = _unwrap(y).owner
+        if not (isinstance(prod, ScalarMathOp) and prod.fn == "mul"):
+            return None
+        sides = [_slice_loads(x, reduce) for x in prod.operands]
+        if any(s is None or not s for s in sides):
+            return None
+        idx = [_indices(s) for s in sides]
+        if not all(k in i for i in idx):
+            return None
+        only = [{v for v in free if v in i and v not in j} for i, j in (idx, idx[::-1])]
+        if not only[0] and not only[1]:
+            return None
+        if m_set is not None and (only[0], only[1]) == (n_set, m_set):  # the same two factors, the other way round
+            sides, only = sides[::-1], only[::-1]
+        if m_set is None:
+            m_set, n_set = only
+        elif (only[0], only[1]) != (m_set, n_set):
+            return None
+        a_loads += sides[0]
+        b_loads += sides[1]
+    both = _indices(a_loads) & _indices(b_loads)
+    m_ivs = [v for v in free if v in m_set]
+    n_ivs = [v for v in free if v in n_set]
+    if not m_ivs or not n_ivs:
+        return None
+    return Contraction(reduce, a_loads, b_loads, m_ivs, n_ivs, [v for v in free if v in both])
+
+
+def contractions_in(op: Operation) -> list[Contraction]:
+    return [c for r in op.walk() if isinstance(r, ReduceOp) for c in [contraction_of(r)] if c is not None]
+
+
+# ---- epilogues ----------------------------------------------------------------------------------------------------
+_AFFINE_OPS = {"add", "sub", "mul", "div", "neg"}
+
+
+def affine_stores(op: CombineOp) -> str | None:
+    """Why the values stored from a combine's results are not affine functions of them that atomics can add up
+    across blocks (None when they are): `add` carriers of f32 or f64, every use on the way to a store an add, sub,
+    mul or div by a value independent of them, a neg, or a cast to the same type."""
+    why = f"combines over {op.over[0]} a carrier whose stores are not an affine function of it"
+    if any(m.name != "add" for m, _, _ in op.carriers) or any(r.type.name not in ("f32", "f64") for r in op.results):
+        return f"combines over {op.over[0]} with atomics, which need add carriers of f32 or f64"
+    todo, seen = list(op.results), set()
+    while todo:
+        v = todo.pop()
+        for user, i in v.uses:
+            if isinstance(user, StoreOp) and user.value is v:
+                if user.buffer.type.dtype != v.type:
+                    return why
+                continue
+            if isinstance(user, CastOp) and user.result.type == v.type:
+                pass
+            elif not (isinstance(user, ScalarMathOp) and user.fn in _AFFINE_OPS):
+                return why
+            elif user.fn in ("mul", "div") and ((i == 1 and user.fn == "div") or _depends(user.operands[1 - i], op)):
+                return why
+            elif user.fn in ("add", "sub") and _depends(user.operands[1 - i], op):
+                return why
+            if id(user) not in seen:
+                seen.add(id(user))
+                todo.extend(user.results)
+    return None
+
+
+def _depends(v: Value, comb: CombineOp) -> bool:
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        if x in comb.results:
+            return True
+        if id(x) in seen or not isinstance(x.owner, Operation):
+            continue
+        seen.add(id(x))
+        todo.extend(x.owner.operands)
+    return False

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from irforge.dialects import tile as T
+from irforge.dialects.loop import indexing
+from irforge.passes.tile.heuristics import heuristic
+from irforge.passes.tile.rewrites import substitute
+
+from irforge.ir import Operation
+from irforge.pass_manager import Choices, Pass, option
+
+
+class TileChunkReduce(Pass):
+    """Split a reduction into chunks: K iterations become K / bk outer trips of bk inner ones.
+
+    The inner `tile.reduce` folds a chunk from each monoid's identity; the outer folds the chunks' partial
+    carriers (a partial carrier is an element of its monoid, the online carrier's too), from the original init.
+    Each outer trip is where the slabs a chunk reads can be staged (`tile-stage-inputs`), and the unit a
+    reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
+    hold loops, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
+    `bk` does not divide.
+    """
+
+    name = "tile-chunk-reduce"
+    input_level = "tile"
+    anchor = "kernel"
+    bk: int = option(
+        0,
+        domain=Choices((0, 1, 2, 4, 8, 16, 32, 64, 128, 256)),
+        help="iterations per chunk (0: passes/tile/heuristics.py decides, contractions only; 1: none)",
+    )
+
+    def run(self, op: Operation) -> None:
+        if not isinstance(op, T.KernelOp) or self.bk == 1:
+            return
+        for r in [x for x in op.walk() if _candidate(x)]:
+            bk = self.bk or heuristic().reduce_chunk(op, r)
+            if 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
+                chunk(r, bk)
+
+
+def _candidate(r) -> bool:
+    if not isinstance(r, T.ReduceOp) or r.bind or r.vector > 1 or "unroll" in r.attributes:
+        return False
+    if any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
+        return False
+    return not _is_chunk(r)
+
+
+def _is_chunk(r: T.ReduceOp) -> bool:
+    """Whether `r` is the inner reduction of a chunked one: the whole body of a reduction with its monoids that
+    yields its results."""
+    outer = r.parent_op
+    return (
+        isinstance(outer, T.ReduceOp)
+        and outer.attributes["monoids"] == r.attributes["monoids"]
+        and tuple(outer.yielded) == tuple(r.results)
+    )
+
+
+def chunk(r: T.ReduceOp, bk: int) -> T.ReduceOp:
+    """Split `r` into K / bk trips of `bk`; returns the inner reduction."""
+    k = r.extents[0]
+    identity = identity_init(r)
+    types = [res.type for res in r.results]
+    hints = [f"{res.name_hint or 'acc'}_chunk" for res in r.results]
+    inner = T.ReduceOp.build(bk, r.attributes["monoids"], identity, types, iv_hint=f"{r.iv.name_hint or 'r'}_i",
+                             result_hints=hints, loc=r.loc)  # fmt: skip
+    for op in list(r.body.ops):
+        op.detach()
+        inner.body.append(op)
+    r.attributes["extent"] = k // bk
+    r.body.append(inner)
+    r.body.append(T.YieldOp(list(inner.results), ()))
+    outer_iv = r.iv
+    substitute(inner, {outer_iv: indexing.ValueDim(outer_iv) * bk + indexing.ValueDim(inner.iv)}, inner)
+    return inner
+
+
+def identity_init(r: T.ReduceOp) -> tuple:
+    """The reduction's init attribute with each carrier at its monoid's identity."""
+    return tuple(
+        tuple(_typed(m.identity(res.type, i), res.type) for i, res in enumerate(results))
+        for m, _, results in r.carriers
+    )
+
+
+def _typed(value, t):
+    return float(value) if t.is_float else bool(value) if t.name == "bool" else int(value)

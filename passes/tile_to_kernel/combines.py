@@ -1,0 +1,192 @@
+"""lower-to-kernel's rule for `tile.combine` over threadIdx.x: an xor-shuffle ladder within each warp (written
+once as a loop over the offsets, unrolled when printed), then, past 32 threads, each warp's carrier through shared
+memory, a barrier, every thread folding its row's partials, a barrier. Blocks that are not whole warps combine
+through shared memory alone (shuffles need all 32 lanes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irforge.dialects import tile as T
+from irforge.dialects.kernel.builder import Val
+from irforge.dialects.kernel.types import SmemType, element_type
+from irforge.dialects.scalar import CastOp
+from irforge.dialects.tile.algebra import affine_stores
+from irforge.dialects.tile.vectors import Lanes
+
+from irforge import index_expr as ix
+from irforge.ir import Operation, Value
+from irforge.target import target
+from irforge.types import boolean, index
+
+from .emit import combine_values, value_hint
+
+
+def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
+    if not isinstance(op, T.CombineOp):
+        return None
+    if len(op.over) == 1 and op.over[0] in T.BLOCK_AXES:
+        return affine_stores(op)
+    if op.over != ("threadIdx.x",):
+        return f"combines over {', '.join(op.over)}; only combines over threadIdx.x or one block axis are materialized"
+    bx = kernel.axis_size("threadIdx.x")
+    if bx & (bx - 1):
+        return f"combines over {bx} threads along threadIdx.x; the shuffle ladder needs a power of two"
+    lanes = Lanes()
+    if any(lanes.of(v) for v in op.operands):
+        return "combines register tiles (a reduction shared by threads inside a vectorized loop)"
+    return None
+
+
+# ---- across blocks --------------------------------------------------------------------------------------------
+# A combine over a block axis is materialized with atomics: every block adds its own partial carrier into the
+# output (zeroed by a kernel launched before), through the epilogue when that is affine in the carrier: each op on
+# the way keeps `value = coef * partial + const` (an `Affine`), the first block adds the constant part.
+@dataclass
+class Affine:
+    partial: Value  # this block's partial carrier (kernel value)
+    coef: Value | None = None  # None: 1
+    const: Value | None = None  # None: 0
+
+
+def affine_math(m, op) -> Value | None:
+    """The rule for an op on an affine value (None: no operand is one)."""
+    kb = m.kb
+    args = [m.affine.get(v) for v in op.operands]
+    if not any(args):
+        return None
+    if isinstance(op, CastOp):
+        m.affine[op.result] = args[0]
+        return args[0].partial
+    fn = op.fn
+    a = args[0] or args[1]
+    other = [m.get(v) for v, x in zip(op.operands, args) if x is None]
+    y = other[0] if other else None
+
+    def scale(x, f):
+        return None if x is None and f is None else kb.scalar(fn, x if x is not None else _one(kb, a), f)
+
+    if fn == "neg":
+        new = Affine(a.partial, kb.scalar("neg", a.coef or _one(kb, a)), a.const and kb.scalar("neg", a.const))
+    elif fn in ("mul", "div"):
+        new = Affine(a.partial, scale(a.coef, y), a.const and kb.scalar(fn, a.const, y))
+    elif fn == "add":
+        new = Affine(a.partial, a.coef, y if a.const is None else kb.scalar("add", a.const, y))
+    elif args[0] is not None:  # x - y
+        new = Affine(a.partial, a.coef, kb.scalar("neg", y) if a.const is None else kb.scalar("sub", a.const, y))
+    else:  # y - x
+        new = Affine(
+            a.partial, kb.scalar("neg", a.coef or _one(kb, a)), y if a.const is None else kb.scalar("sub", y, a.const)
+        )
+    m.affine[op.result] = new
+    return new.partial
+
+
+def _one(kb, a: Affine) -> Value:
+    return kb.const(1.0, element_type(a.partial.type))
+
+
+def contribution(m, a: Affine, axis: str) -> Value:
+    """This block's share of an affine value: coef * partial, plus the constant part in the axis's first block."""
+    kb = m.kb
+    v = a.partial if a.coef is None else kb.scalar("mul", a.coef, a.partial)
+    if a.const is None:
+        return v
+    first = kb.scalar("eq", m.axis(axis), kb.const(0, index))
+    zero = kb.const(0.0, element_type(a.const.type))
+    return kb.scalar("add", v, kb.scalar("select", first, a.const, zero))
+
+
+def combine(m, op: T.CombineOp) -> None:
+    if op.over[0] in T.BLOCK_AXES:
+        m.atomic_axis = op.over[0]
+        for r, v in zip(op.results, op.operands):
+            m.affine[r] = Affine(m.get(v))
+            m.env[r] = m.affine[r].partial
+        return
+    n = m.tk.axis_size("threadIdx.x")
+    carriers = [(monoid, [m.get(v) for v in vals]) for monoid, _, vals in op.carriers]
+    if n == 1:  # one thread along x: its carrier is the combine
+        for r, v in zip(op.results, op.operands):
+            m.env[r] = m.env[v]
+        return
+    warp = target().warp_size
+    if m.tk.threads % warp:  # a partial warp: shuffles need all its lanes, so go through shared memory
+        carriers = _through_smem(m, carriers, n, 1)
+    else:
+        carriers = _butterfly(m, carriers, min(n, warp))
+        if n > warp:
+            carriers = _through_smem(m, carriers, n // warp, warp)
+    for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
+        v.name_hint = value_hint(r) or v.name_hint
+        m.env[r] = v
+
+
+def _butterfly(m, carriers, width: int):
+    """The xor-shuffle ladder over `width` lanes (offsets width/2 .. 1) as one loop carrying the carriers and the
+    offset, unrolled when printed: its combine program appears once in the IR."""
+    kb = m.kb
+    steps = width.bit_length() - 1
+    if steps == 0:
+        return carriers
+    flat = [c for _, comps in carriers for c in comps]
+    first = kb.const(width // 2, index)
+    full = target().warp_size
+    with kb.for_(0, steps, carries=[*flat, first], hint="step", unroll=0) as lp:
+        *cur, off = lp.carries
+        off.name_hint = "offset"
+        new, at = [], 0
+        for monoid, comps in carriers:
+            mine = cur[at : at + len(comps)]
+            other = [kb.shfl("xor", c, Val(off), width=width if width < full else None) for c in mine]
+            new += combine_values(kb, monoid, mine, other)
+            at += len(comps)
+        lp.yield_(*new, kb.index(Val(off) // 2))
+    out, at = [], 0
+    for monoid, comps in carriers:
+        warp = lp.results[at : at + len(comps)]
+        for c, r in zip(comps, warp):
+            r.name_hint = f"{c.name_hint}_warp" if c.name_hint else None
+        out.append((monoid, warp))
+        at += len(comps)
+    return out
+
+
+def _through_smem(m, carriers, slots: int, every: int):
+    """The carriers of every `every`-th thread along x (a warp's first lane, or each thread) into shared memory, a
+    barrier, then every thread folds its row's `slots` carriers."""
+    kb = m.kb
+    rows = m.tk.axis_size("threadIdx.y") * m.tk.axis_size("threadIdx.z")
+    row = ix.Const(0)
+    for a in ("threadIdx.z", "threadIdx.y"):
+        row = row * m.tk.axis_size(a) + (Val(m.axis(a)) if m.tk.axis_size(a) > 1 else 0)
+    tx = Val(m.axis("threadIdx.x"))
+    parts = [[m.smem(SmemType(c.type, (rows, slots)), "partial") for c in comps] for _, comps in carriers]
+
+    def publish():
+        for (_, comps), bufs in zip(carriers, parts):
+            for c, buf in zip(comps, bufs):
+                kb.store(c, buf, [row, tx // every])
+
+    if every > 1:
+        lane = kb.index(tx % every, "lane")
+        with kb.if_(kb.scalar("eq", lane, kb.const(0, index))) as br, br.then():
+            publish()
+    else:
+        publish()
+    kb.barrier()
+    out = []
+    for (monoid, comps), bufs in zip(carriers, parts):
+        types = [c.type for c in comps]
+        ids = [kb.const(_typed(monoid.identity(t, i), t), t) for i, t in enumerate(types)]
+        with kb.for_(0, slots, carries=ids, hint="k") as lp:
+            got = [kb.load(buf, [row, Val(lp.iv)], t) for buf, t in zip(bufs, types)]
+            lp.yield_(*combine_values(kb, monoid, lp.carries, got))
+        out.append((monoid, lp.results))
+    kb.barrier()  # the partials are read before a later combine may overwrite them
+    return out
+
+
+def _typed(value, t):
+    """A monoid identity as a constant of type `t` (identities are Python numbers of any kind)."""
+    return float(value) if t.is_float else bool(value) if t == boolean else int(value)

@@ -1,0 +1,48 @@
+"""Emission helpers lower-to-kernel's rules share: counted and strided loops, monoid programs on kernel values."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from irforge.dialects.kernel.builder import KernelBuilder, Val
+from irforge.dialects.kernel.types import element_type
+
+from irforge.ir import Value
+from irforge.types import boolean
+
+FULL_UNROLL = 8  # uniform strided loops of up to this many trips unroll fully, longer ones by UNROLL
+UNROLL = 4
+
+
+def value_hint(v: Value) -> str | None:
+    hint = v.name_hint
+    return hint if hint and not hint.isdigit() else None
+
+
+@contextmanager
+def strided(kb: KernelBuilder, first, count: int, step: int, carries=(), hint: str = "w", unroll=None):
+    """A loop over the items `first, first + step, ...` below `count` (0 <= first < step); yields the loop and the
+    item. Where `step` divides `count`, every thread makes the same trips: the loop counts them and is unrolled
+    (fully up to FULL_UNROLL trips), so the compiler can issue all the trips' loads before the first is used (one
+    load in flight per thread cannot cover DRAM latency)."""
+    if step > 1 and count % step == 0:
+        trips = count // step
+        if unroll is None:
+            unroll = 0 if trips <= FULL_UNROLL else UNROLL
+        with kb.for_(0, trips, carries=carries, hint="k", unroll=unroll) as lp:
+            yield lp, kb.index(Val(lp.iv) * step + first, hint)
+    else:
+        with kb.for_(first, count, step=step, carries=carries, hint=hint, unroll=unroll) as lp:
+            yield lp, lp.iv
+
+
+def combine_values(kb: KernelBuilder, monoid, a: list[Value], b: list[Value]) -> list[Value]:
+    """The monoid's combine program on two carriers (kernel values; register tiles broadcast)."""
+    steps, outputs = monoid.combine_program(len(a))
+    env = {f"a{i}": v for i, v in enumerate(a)} | {f"b{i}": v for i, v in enumerate(b)}
+    for st in steps:
+        named = [env[x] for x in st.args if isinstance(x, str)]
+        typed = next((element_type(v.type) for v in named if element_type(v.type) != boolean), element_type(a[0].type))
+        args = [env[x] if isinstance(x, str) else kb.const(float(x), typed) for x in st.args]
+        env[st.result] = kb.scalar(st.op, *args)
+    return [env[o] for o in outputs]
