@@ -153,11 +153,7 @@ def compile_model(
         if instrumentations:
             done = [_compile_step(*job, instrumentations=instrumentations) for job in jobs]
         else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-                done = list(pool.map(_compile_step, *zip(*jobs)))
+            done = _in_workers(jobs)
         cached = False
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -197,6 +193,32 @@ def load_compiled(path: str) -> CompiledModel:
     steps = {d["name"]: load_step(d) for d in data["steps"]}
     params = {k: _type(t) for k, t in data["params"].items()}
     return CompiledModel(data["spec"], config, *data["sizes"], steps, params, data["seconds"], cached=True)
+
+
+def _in_workers(jobs) -> list:
+    """Each job in a worker process (`irforge.models.worker`), all at once."""
+    import pickle
+    import subprocess
+    import sys
+
+    procs = []
+    for job in jobs:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "irforge.models.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        p.stdin.write(pickle.dumps(job))
+        p.stdin.close()
+        procs.append(p)
+    results = []
+    for p in procs:
+        data = p.stdout.read()
+        if p.wait() != 0 or not data:
+            raise RuntimeError(f"the model compile worker exited with status {p.returncode}")
+        ok, value = pickle.loads(data)
+        if not ok:
+            raise value
+        results.append(value)
+    return results
 
 
 def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentations=()) -> dict:
