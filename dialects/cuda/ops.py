@@ -129,10 +129,9 @@ class InputOp(_HostOp):
         p.write(f"cuda.input {self.attributes['position']} : ", p.type(self.result.type))
 
 
-class ParamOp(_HostOp):
-    """A parameter (a model weight) from the param store, by name: bound once, kept on the device."""
+class _NamedBufferOp(_HostOp):
+    """A buffer the runtime binds by name (`@sym`) rather than allocating per program."""
 
-    name = "cuda.param"
     operand_names = ()
     result_names = ("result",)
     attribute_types = {"sym": SymbolRef}
@@ -143,25 +142,20 @@ class ParamOp(_HostOp):
             raise self.error(f"binds a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write("cuda.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+        p.write(self.name, " ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
-class StateOp(_HostOp):
+class ParamOp(_NamedBufferOp):
+    """A parameter (a model weight) from the param store, by name: bound once, kept on the device."""
+
+    name = "cuda.param"
+
+
+class StateOp(_NamedBufferOp):
     """State, by name: memory the runtime keeps across calls (and shares between the programs that name it),
     read and updated in place by the kernels (a KV cache)."""
 
     name = "cuda.state"
-    operand_names = ()
-    result_names = ("result",)
-    attribute_types = {"sym": SymbolRef}
-    num_regions = 0
-
-    def verify_op(self):
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"binds a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        p.write("cuda.state ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
 class AllocOp(_HostOp):
