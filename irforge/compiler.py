@@ -69,7 +69,8 @@ class Program:
         from .interpreter import entry_function, interpret
 
         if not inputs:
-            inputs = (*self.inputs, *(self.state[n] for n in entry_function(self.module).state_names()))
+            state = [self.state[n] for n in entry_function(self.module).state_names()] if self.state else []
+            inputs = (*self.inputs, *state)
         return interpret(self.module, list(inputs), self.params)
 
     def check(self) -> list:

@@ -140,6 +140,9 @@ def _outline(func: FuncOp, ret: ReturnOp, run_ops: list[Operation], keys: dict, 
                     states.append(v)
             elif (owner is None or id(owner) not in inside) and v not in inputs:
                 inputs.append(v)
+    for arg, (_, new) in state_of.items():  # a state the run overwrites without reading it is its state too
+        if arg not in states and any(new is r for r in defined):
+            states.append(arg)
     later = {id(v) for op in func.body.ops if id(op) not in inside for v in op.operands}
     outputs = [v for v in defined if id(v) in later]
     for arg in states:
