@@ -23,6 +23,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -182,7 +183,8 @@ def main() -> int:
     except Exception as e:
         report["speed"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
         ok = False
-    gpu = report["environment"]["gpu"].split()[-1].lower() if report["environment"]["gpu"] else "gpu"
+    found = re.search(r"\b([A-Z]\d{2,4})\b", report["environment"]["gpu"] or "")
+    gpu = found.group(1).lower() if found else "gpu"  # "NVIDIA H100 80GB HBM3" -> h100
     path = os.path.join(os.path.dirname(__file__), "results", f"models-{gpu}-{report['environment']['date']}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
