@@ -155,9 +155,16 @@ def main() -> int:
     args = ap.parse_args()
     cases = args.only or list(CASES)
     if args.phase == "compile":
+        from irforge.diagnostics import IRForgeError
+
+        failed = []
         for case in cases:
-            compiled(args.dir, case)
-        return 0
+            try:
+                compiled(args.dir, case)
+            except IRForgeError as e:
+                print(f"{case}: does not compile: {e.render()}", flush=True)
+                failed.append(case)
+        return 1 if failed else 0
     import torch
 
     from irforge.runtime import has_gpu
