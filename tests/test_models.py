@@ -172,3 +172,58 @@ def test_tinyllama_compiles_to_cuda(tmp_path, monkeypatch):
     for step in model.steps.values():
         assert set(step.segments) == {"prologue", "layer", "epilogue"}
         assert [i.segment for i in step.instances].count("layer") == 22
+
+
+def _write_config(directory, **fields):
+    import json
+
+    base = tiny("llama").to_dict()
+    base.update(fields)
+    (directory / "config.json").write_text(json.dumps(base))
+    return str(directory)
+
+
+def test_cli_compile_model_prints_each_segment_once(tmp_path, monkeypatch):
+    import io
+
+    from irforge.tools.cli import main
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = _write_config(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    args = [model, "--ir", "tensor", "--batch", "2", "--prompt-len", "4", "--max-len", "8"]
+    assert main(["compile", *args], stdout=out, stderr=err) == 0
+    text = out.getvalue()
+    assert text.count("// decode step, @layer: run 2 time(s), by model.layers.0, model.layers.1") == 1
+    assert text.count("func.func @layer(") == 2  # once per step
+    assert 'attributes {state = ["k_cache", "v_cache"]}' in text
+    assert "prefill: @prologue x1, @layer x2, @epilogue x1" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"model_type": "gpt2"}, "model type 'gpt2' is not supported: irforge compiles llama, qwen2 causal LMs"),
+        ({"max_position_embeddings": 6}, "the cache length 8 exceeds the model's 6 positions"),
+    ],
+)
+def test_cli_compile_model_refuses(tmp_path, fields, message):
+    import io
+
+    from irforge.tools.cli import main
+
+    err = io.StringIO()
+    model = _write_config(tmp_path, **fields)
+    assert main(["compile", model, "--prompt-len", "4", "--max-len", "8"], stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue().strip() == f"error: {message}"
+
+
+@pytest.mark.skipif(__import__("irforge.runtime", fromlist=["has_gpu"]).has_gpu(), reason="checks the no-GPU path")
+def test_generate_without_a_gpu_says_so():
+    import io
+
+    from irforge.tools.cli import main
+
+    err = io.StringIO()
+    assert main(["generate", "tinyllama-1.1b", "--ids", "1,2,3", "-n", "4"], stdout=io.StringIO(), stderr=err) == 1
+    assert err.getvalue() == "irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n"
