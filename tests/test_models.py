@@ -227,3 +227,31 @@ def test_generate_without_a_gpu_says_so():
     err = io.StringIO()
     assert main(["generate", "tinyllama-1.1b", "--ids", "1,2,3", "-n", "4"], stdout=io.StringIO(), stderr=err) == 1
     assert err.getvalue() == "irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n"
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2"])
+def test_forward_without_cache_matches_hf(kind):
+    """HF's plain forward (every position's logits, no cache): its mask comes from HF's packed-sequence detection,
+    a cumsum and advanced indexing with several index tensors, all decomposed into the tensor level."""
+    import irforge
+
+    config = tiny(kind)
+    lm = transformers.AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        for p in lm.parameters():
+            p.normal_(0, STD)
+
+    class Forward(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids):
+            return self.lm(input_ids=input_ids, use_cache=False).logits
+
+    ids = torch.randint(0, config.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    prog = irforge.compile(Forward(), ids, ir="loop")
+    ops = {op.name for op in irforge.compile(Forward(), ids, ir="torch").module.walk()}
+    assert {"torch.aten.cumsum", "torch.aten.index.Tensor"} <= ops
+    (c,) = prog.check()
+    assert c.ok, c
