@@ -187,16 +187,23 @@ def _read_outside(v: Value, inside: set, ret: ReturnOp) -> bool:
 
 # ---- lowering --------------------------------------------------------------------------------------------------
 def lower(step: ModelStep, level: str, instrumentations=()) -> None:
-    """Lower every distinct segment to `level`, its kernels named after the segment (`layer_k_linear`), so that
-    the segments' kernels never clash in one program."""
-    from irforge.compiler import LOWERINGS
-    from irforge.pass_manager import run_pipeline
+    """Lower every distinct segment to `level` with the default lowering, its kernels named after the segment
+    (`layer_k_linear`) once they exist, so that the segments' kernels never clash in one program."""
+    from irforge.compiler import lowering
+    from irforge.dialect import LEVELS
+    from irforge.instrumentation import VerifyEach
+    from irforge.pass_manager import PassManager
+    from irforge.pipeline import schedule_text
 
-    order = list(LOWERINGS)
+    at = LEVELS.index(step.level)
+    stops = [lvl for lvl in ("loop", level) if at < LEVELS.index(lvl) <= LEVELS.index(level)]
     for seg in step.segments.values():
-        for lvl in order[order.index(step.level) + 1 : order.index(level) + 1]:
-            run_pipeline(seg.module, LOWERINGS[lvl], instrumentations=instrumentations)
-            if lvl == "loop":
+        done = len(lowering(step.level))
+        for stop in dict.fromkeys(stops):
+            schedule = lowering(stop)[done:]
+            PassManager(schedule, [VerifyEach(), *instrumentations], schedule_text(schedule)).run(seg.module)
+            done += len(schedule)
+            if stop == "loop":
                 _prefix_kernels(seg)
     step.level = level
 
