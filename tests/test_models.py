@@ -155,9 +155,8 @@ def test_linked_cuda_program(tmp_path, monkeypatch):
 @pytest.mark.xfail(
     raises=PassFailure,
     strict=True,
-    reason="tile-to-kernel fails verifying the layer's kernels: a kernel.load wider than a row of the shared-memory"
-    " stage it reads (the attention and o projection reading through head-merging subscripts), and in f32 a split-K"
-    " zero-out kernel defined twice ('@layer_k_linear_zero_out')",
+    reason="the tile and kernel levels fail on the bf16 prefill's SwiGLU and down projection kernel (55296 bytes"
+    " of static shared memory, over the 48 KB limit); the decode step compiles",
 )
 def test_tinyllama_compiles_to_cuda(tmp_path, monkeypatch):
     """The whole TinyLlama-1.1B config (22 layers) to CUDA, every kernel through NVRTC: the 22 identical layers of
