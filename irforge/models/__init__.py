@@ -3,7 +3,8 @@ KV cache, each decoder layer compiled once (docs/models.md).
 
     model = compile_model("tinyllama-1.1b", dtype="bf16", batch=1, prompt_len=32, max_len=64, level="cuda")
     model.steps["prefill"], model.steps["decode"]      # ModelStep: distinct segments + their instances
-    params = load_weights(model, source=None, seed=0)  # random (seeded), a safetensors directory or a GGUF file
+    params = load_weights(None, model.param_types, "bf16", model.config)  # random (seeded); or a safetensors
+                                                                        # directory, or a GGUF file (weights.py)
 
 The architecture comes from a built-in config (`configs.BUILTIN`), a model directory or a config.json. The model is
 built on the meta device (no weights in memory), wrapped by `hf.CausalLMStep` (HF's forward with HF's static cache
@@ -33,7 +34,7 @@ class CompiledModel:
     max_len: int
     steps: dict[str, ModelStep]
     param_types: dict[str, object]  # every param the steps read, by the model's name
-    seconds: dict[str, float] = field(default_factory=dict)  # capture / lower times
+    seconds: dict[str, float] = field(default_factory=dict)  # "wall" and each step's capture / lower / nvrtc
     cached: bool = False  # read from the compile cache
 
     @property
@@ -46,7 +47,7 @@ class CompiledModel:
         for name, step in self.steps.items():
             counts = ", ".join(f"@{s} x{len(step.users(s))}" for s in step.segments)
             parts.append(f"{name}: {counts}")
-        t = sum(self.seconds.values())
+        t = self.seconds["wall"]
         return (
             f"{self.spec} ({self.dtype}, batch {self.batch}, prompt {self.prompt_len}, cache {self.max_len}) at the "
             f"{self.level} level in {t:.1f} s{' (cached)' if self.cached else ''}; " + "; ".join(parts)
@@ -164,7 +165,8 @@ def compile_model(
     params = {k: _type(v) for d in done for k, v in d["params"].items()}
     seconds = {k: v for d in done for k, v in d["seconds"].items()}
     if cached:
-        seconds = {"read from the cache": time.perf_counter() - t}
+        seconds = {}
+    seconds["wall"] = time.perf_counter() - t
     return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds, cached)
 
 
