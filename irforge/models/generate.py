@@ -69,14 +69,13 @@ def hf_greedy(lm, prompt, n: int) -> np.ndarray:
 @torch.no_grad()
 def hf_step_logits(lm, prompt, new_tokens) -> list[np.ndarray]:
     """HF's logits of the last position after the prompt and after each of `new_tokens` (fed one at a time)."""
-    from transformers import DynamicCache
-
     ids = torch.as_tensor(np.asarray(prompt), device=lm.device)
-    cache = DynamicCache(config=lm.config)
-    out = [lm(input_ids=ids, past_key_values=cache, use_cache=True).logits[:, -1].float().cpu().numpy()]
+    r = lm(input_ids=ids, use_cache=True)
+    out = [r.logits[:, -1].float().cpu().numpy()]
     for t in np.asarray(new_tokens).T:
         step = torch.as_tensor(t[:, None], device=lm.device)
-        out.append(lm(input_ids=step, past_key_values=cache, use_cache=True).logits[:, -1].float().cpu().numpy())
+        r = lm(input_ids=step, past_key_values=r.past_key_values, use_cache=True)
+        out.append(r.logits[:, -1].float().cpu().numpy())
     return out
 
 
