@@ -86,7 +86,7 @@ def test_pass_pipeline_replaces_the_lowering():
         (["--pass-pipeline", "tensor-to-loop"], "pass 'lift-to-loop' reads tensor IR, but the IR is at the torch"),
         (
             ["--ir", "tile", "--after", "tensor-to-loop=map-to-tile"],
-            "pass 'map-to-tile' reads loop IR, but the IR is at the tile level after 'map-to-tile'",
+            "pass 'loop-dce' reads loop IR, but the IR is at the tile level after 'map-to-tile'",
         ),
         (["--ir", "loop", "--after", "tensor-to-loop=no-such-pass"], "unknown pass or pipeline 'no-such-pass'"),
     ],
