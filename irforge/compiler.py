@@ -106,15 +106,19 @@ class Program:
     input_names: list[str]
     inputs: list[np.ndarray]
     expected: list[np.ndarray] = field(default_factory=list)
+    state: dict[str, np.ndarray] = field(default_factory=dict)  # the state's values before the example run
 
     def __str__(self) -> str:
         return print_module(self.module)
 
     def __call__(self, *inputs) -> list[np.ndarray]:
-        """Run the level's reference interpreter (on the example inputs when none are given)."""
-        from .interpreter import interpret
+        """Run the level's reference interpreter (on the example inputs and initial state when none are given)."""
+        from .interpreter import entry_function, interpret
 
-        return interpret(self.module, list(inputs) if inputs else self.inputs, self.params)
+        if not inputs:
+            state = [self.state[n] for n in entry_function(self.module).state_names()] if self.state else []
+            inputs = (*self.inputs, *state)
+        return interpret(self.module, list(inputs), self.params)
 
     def check(self) -> list:
         """The interpreter's outputs compared with PyTorch eager's, one `testing.Comparison` per output."""
@@ -167,7 +171,8 @@ def compile_program(
         raise
     func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
     names = [a.name_hint for a in func.body.args]
-    inputs, expected = [to_numpy(t) for t in tp.inputs], [to_numpy(t) for t in tp.outputs]
+    inputs = [to_numpy(t) for t in tp.inputs]
+    expected = [to_numpy(t) for t in tp.outputs] + [to_numpy(tp.buffers_after[n]) for n in captured.state]
     hooks = [VerifyEach(), *instrumentations]
     if bisect:
         from .testing import NumericsCheck
@@ -181,4 +186,5 @@ def compile_program(
         input_names=names,
         inputs=inputs,
         expected=expected,
+        state=captured.state,
     )

@@ -97,12 +97,22 @@ class IRForgeError(Exception):
         """The first diagnostic's message alone."""
         return self.diagnostics[0].message if self.diagnostics else "error"
 
+    def __reduce__(self):  # picklable whatever a subclass's __init__ takes: errors cross process boundaries
+        return (_rebuild_error, (type(self), self.__dict__))
+
     @property
     def loc(self) -> Location:
         return self.diagnostics[0].loc
 
     def render(self) -> str:
         return "\n".join(d.render() for d in self.diagnostics)
+
+
+def _rebuild_error(cls, state: dict) -> IRForgeError:
+    e = Exception.__new__(cls)
+    e.__dict__.update(state)
+    Exception.__init__(e, str(e))
+    return e
 
 
 def error(message: str, loc: Location = UNKNOWN, notes=()) -> IRForgeError:

@@ -59,10 +59,15 @@ class TorchProgram:
     input_names: list[str]
     outputs: list = field(default_factory=list)  # eager results on `inputs`
     where: Location = UNKNOWN  # the user's expression, for messages about the program as a whole
+    buffers_after: dict = field(default_factory=dict)  # the module's buffers after the eager run (updated state)
 
 
-def _eager(model, inputs, where: Location, source: str | None) -> list:
-    """Run the program once in eager mode; user errors become located messages."""
+def _eager(model, inputs, where: Location, source: str | None) -> tuple[list, dict]:
+    """Run the program once in eager mode; user errors become located messages. Returns the outputs and the
+    module's buffers as the run left them; the buffers themselves are put back, so that capture sees the state
+    the run started from."""
+    buffers = dict(model.named_buffers())
+    before = {n: b.clone() for n, b in buffers.items()}
     try:
         with torch.no_grad():
             out = model(*inputs)
@@ -70,11 +75,16 @@ def _eager(model, inputs, where: Location, source: str | None) -> list:
         raise
     except (Exception, SystemExit) as e:
         raise _user_exception(e, source, where) from None
+    finally:
+        after = {n: b.clone() for n, b in buffers.items()}
+        with torch.no_grad():
+            for n, b in buffers.items():
+                b.copy_(before[n])
     outs = _flatten(out)
     if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
         got = ", ".join(sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})) or "nothing"
         raise error(f"the program must return a tensor (or tuples of tensors), but it returns {got}", where)
-    return outs
+    return outs, after
 
 
 def _flatten(out) -> list:
@@ -134,8 +144,8 @@ def from_module(model, inputs, where: Location = UNKNOWN, source: str | None = N
         model = _FunctionModule(model)
     else:
         raise error(f"cannot compile a {type(model).__name__}: expected an nn.Module or a function of tensors", where)
-    outputs = _eager(model, inputs, where, source)
-    return TorchProgram(model, inputs, names, outputs, where)
+    outputs, buffers = _eager(model, inputs, where, source)
+    return TorchProgram(model, inputs, names, outputs, where, buffers)
 
 
 def from_file(path: str) -> TorchProgram:
@@ -197,8 +207,8 @@ def from_snippet(text: str, name: str = SNIPPET) -> TorchProgram:
     if not inputs:
         raise error("the snippet computes nothing from tensors: create its inputs, e.g. torch.randn(4, 8)", where)
     tensors = tuple(t for _, t in inputs)
-    outputs = _eager(model, tensors, where, name)
-    return TorchProgram(model, tensors, [n for n, _ in inputs], outputs, where)
+    outputs, buffers = _eager(model, tensors, where, name)
+    return TorchProgram(model, tensors, [n for n, _ in inputs], outputs, where, buffers)
 
 
 @dataclass

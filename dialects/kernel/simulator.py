@@ -118,11 +118,16 @@ def run(module: Operation, inputs=None, params=None, *, entry: str = "forward", 
     env: dict = {}
     for i, (a, x) in enumerate(zip(host.body.args, bind_inputs(host, inputs, seed))):
         env[a] = GlobalBuffer(a.type.dtype, a.type.numel, x, name=f"input #{i} (%{a.name_hint or i})")
+    ret = host.body.ops[-1]
+    state = {ret.operands[pos]: (name, arg) for name, arg, pos in host.state_pairs()}
     launches = 0
     for op in host.body.ops:
         if isinstance(op, K.ParamOp):
             t, sym = op.result.type, op.attributes["sym"].name
             env[op.result] = GlobalBuffer(t.dtype, t.numel, param_value(sym, t, params, seed), name=f"param @{sym}")
+        elif isinstance(op, K.AllocOp) and op.result in state:  # a state's buffer holds the state on entry
+            name, arg = state[op.result]
+            env[op.result] = GlobalBuffer(arg.type.dtype, arg.type.numel, env[arg].data, name=f"state '{name}'")
         elif isinstance(op, K.AllocOp):
             env[op.result] = GlobalBuffer(op.result.type.dtype, op.result.type.numel, name="%" + _hint(op.result))
         elif isinstance(op, K.ViewOp):

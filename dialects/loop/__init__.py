@@ -96,6 +96,24 @@ class KernelOp(indexing.KernelBase):
         for op in self.walk():
             if isinstance(op, LoadOp) and op.buffer in written:
                 raise op.error("reads a buffer its own kernel writes; a kernel's loads must not see its stores")
+        self._verify_state(parent, written)
+
+    def _verify_state(self, func, written) -> None:
+        """A state's argument and its result buffer are one memory: once a kernel writes the result, the value on
+        entry is gone, so neither this kernel nor a later one may read the argument."""
+        ret = func.body.ops[-1] if func.body.ops else None
+        if ret is None or ret.name != "func.return":
+            return
+        for name, arg, pos in func.state_pairs():
+            if pos >= len(ret.operands) or ret.operands[pos] not in written:
+                continue
+            later = func.body.ops[func.body.ops.index(self) :]
+            for k in later:
+                for op in k.walk():
+                    if isinstance(op, LoadOp) and op.buffer is arg:
+                        raise op.error(
+                            f"reads state '{name}' on entry after kernel '@{self.sym_name}' updated it in place"
+                        )
 
     def print_custom(self, p):
         p.write("loop.kernel ", str(SymbolRef(self.sym_name)))

@@ -279,6 +279,20 @@ def writer(buffer: Value) -> KernelOp | None:
     return None
 
 
+def updated_states(func: FuncOp, upto: KernelOp) -> set:
+    """State arguments whose value on entry is gone once kernel `upto` has run: a kernel at or before it wrote the
+    state's result buffer (the same memory). Fusion must not move a load of one to or past that point."""
+    ret = func.body.ops[-1]
+    ks = kernels(func)
+    at = ks.index(upto)
+    gone = set()
+    for _, arg, pos in func.state_pairs():
+        w = writer(ret.operands[pos])
+        if w is not None and w in ks and ks.index(w) <= at:
+            gone.add(arg)
+    return gone
+
+
 def reader_kernels(buffer: Value) -> list[KernelOp]:
     out = []
     for op in buffer.users:

@@ -22,7 +22,7 @@ from irforge.location import UNKNOWN, Location
 from irforge.scalar_ops import SCALAR_OPS
 from irforge.types import ScalarType, TensorType, boolean, f32, i64
 
-from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp
+from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp, ScatterOp
 
 
 class ShapeError(ValueError):
@@ -186,6 +186,10 @@ class TensorBuilder:
             "index_map": ix.simplify_map(AffineMap(len(shape), tuple(map(ix.as_expr, index_exprs))), shape),
         }
         return self.insert(GatherOp([x, indices], [x.type.with_shape(shape)], attrs, loc=self.loc))
+
+    def scatter(self, base: Value, indices: Value, updates: Value, axis: int) -> Value:
+        """`base` with `updates[..., k, ...]` written at `base[..., indices[k], ...]` along `axis`."""
+        return self.insert(ScatterOp([base, indices, updates], [base.type], {"axis": axis}, loc=self.loc))
 
 
 def is_identity(m: AffineMap, shape: Sequence[int]) -> bool:

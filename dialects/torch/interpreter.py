@@ -73,7 +73,17 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
 def index_bounds(func: Operation) -> dict:
     """Inputs and params used as indices, with the extent they index (so random indices stay in range)."""
     bounds = {}
+
+    def bound(idx, n):
+        if hasattr(idx, "type"):
+            bounds[idx] = min(bounds.get(idx, n), n)
+
     for op in func.body.ops:
+        if op.name == "torch.aten.index.Tensor":  # x[i0, i1, ...]: each index tensor picks along its dimension
+            x, indices = op.arg(0, "self"), op.arg(1, "indices")
+            for d, idx in enumerate(indices):
+                bound(idx, x.type.shape[d])
+            continue
         spec = _INDEXING.get(getattr(op, "packet", None))
         if spec is None:
             continue
@@ -83,9 +93,8 @@ def index_bounds(func: Operation) -> dict:
             continue
         idx, table = args[i_idx], args[i_table]
         d = dim if dim is not None else args[1]
-        if hasattr(idx, "type") and hasattr(table, "type") and isinstance(d, int):
-            n = table.type.shape[d]
-            bounds[idx] = min(bounds.get(idx, n), n)
+        if hasattr(table, "type") and isinstance(d, int):
+            bound(idx, table.type.shape[d])
     return bounds
 
 
