@@ -62,6 +62,18 @@ def located(e: IRForgeError) -> None:
     assert _LOCATED.match(e.render()), e.render()
 
 
+def lowers_with_the_same_answer(module, pipeline: str) -> None:
+    """`pipeline` runs on a copy of `module` and keeps its answer, or refuses with a located message (an op no
+    decomposition takes)."""
+    lowered = module.clone()
+    try:
+        run_pipeline(lowered, pipeline)
+    except IRForgeError as e:
+        located(e)
+        return
+    assert_same_answer(module, lowered, pipeline)
+
+
 def assert_same_answer(before, after, what: str, seed: int = 0) -> None:
     """The interpreters agree on the same random inputs (drawn once, index inputs within the extents they index)."""
     from irforge.dialects.torch.interpreter import index_bounds
@@ -133,13 +145,7 @@ def test_torch_typos_are_refused_where_they_are_or_lower_with_the_same_answer(te
             continue
         for out, t in zip(outs, output_types(one)):
             assert out.shape == t.shape, f"eager gives {out.shape}, declared {t}\n{print_module(one)}"
-        lowered = one.clone()
-        try:
-            run_pipeline(lowered, "torch-to-tensor")
-        except IRForgeError as e:  # an op no decomposition takes
-            located(e)
-            continue
-        assert_same_answer(one, lowered, "torch-to-tensor")
+        lowers_with_the_same_answer(one, "torch-to-tensor")
 
 
 # ---- size-0 dimensions --------------------------------------------------------------------------------------------
@@ -188,13 +194,7 @@ def empty_dim_programs(draw):
 @fuzzing(60)
 @given(empty_dim_programs())
 def test_size_0_dimensions_lower_to_the_tile_level_with_the_same_answer(module):
-    lowered = module.clone()
-    try:
-        run_pipeline(lowered, "torch-to-tensor,tensor-to-loop,loop-to-tile")
-    except IRForgeError as e:  # an op no decomposition takes
-        located(e)
-        return
-    assert_same_answer(module, lowered, "lowering to the tile level")
+    lowers_with_the_same_answer(module, "torch-to-tensor,tensor-to-loop,loop-to-tile")
 
 
 # ---- tune attributes ---------------------------------------------------------------------------------------------
