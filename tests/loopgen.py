@@ -266,20 +266,22 @@ def sibling_programs(draw):
 
 # ---- contractions as the torch level decomposes them -------------------------------------------------------------
 PROLOGUES = ("none", "silu_mul", "cast", "scale")
+DIMS = st.sampled_from((1, 2, 3, 4, 8, 16))
+KS = st.sampled_from((1, 3, 4, 8, 16, 32))
 EPILOGUES = ("none", "bias", "residual", "silu", "relu", "cast")
 
 
 @st.composite
-def contraction_programs(draw, dims=st.sampled_from((1, 2, 3, 4, 8, 16)), ks=st.sampled_from((1, 3, 4, 8, 16, 32))):
+def contraction_programs(draw, dims=DIMS, ks=KS):
     """A contraction as `decompose-matmul` writes it (operands index-mapped to [..., M, N, K], multiplied, reduced
     over K in f32), with random batch dimensions (each in both operands or broadcast from one), a transposed A
     and/or B, a prologue on A (`silu(g) * u`, a cast from another type, a scale), an epilogue (bias, residual
     add, activation, cast), f32, f16 or bf16, and sometimes a trailing unit dimension on the result (the views
     HF models leave). `tensor-to-loop` makes it loop kernels."""
-    from irforge.passes.torch_to_tensor.common import matmul as decomposed_matmul
-    from irforge.types import bf16, f16
-
     from irforge.dialects.tensor.builder import accumulator_type
+    from irforge.passes.torch_to_tensor.common import matmul as decomposed_matmul
+
+    from irforge.types import bf16, f16
 
     dtype = draw(st.sampled_from([f32, f16, bf16]))
     acc = accumulator_type(dtype)

@@ -1,9 +1,10 @@
 """Hypothesis strategies for the tile level: random loop programs with random schedules.
 
 `loop_programs()` draws loop-level programs (random loop nests from `loopgen`, and random tensor programs, online
-softmaxes, sibling reductions and contractions with prologues and epilogues lowered with `tensor-to-loop`). `schedules()` draws a sequence of tile passes, in
-any order and with any options, to run after `map-to-tile`: the passes must compose in every order. `schedule()`
-runs one, and reports a pass's refusal (its `check`) instead of a result.
+softmaxes, sibling reductions and contractions with prologues and epilogues lowered with `tensor-to-loop`).
+`schedules()` draws a sequence of tile passes, in any order and with any options, to run after `map-to-tile`: the
+passes must compose in every order. `schedule()` runs one, and reports a pass's refusal (its `check`) instead of a
+result.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ CONTRACTION_PASSES = tuple(CONTRACTION_OPTIONS)
 # The schedule passes of `loop-to-tile` in its order, each with option values to draw from (from its domain).
 SCHEDULE_OPTIONS = {
     "tile-cooperative-reduce": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=64}"],
-    "tile-blockify": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}", "{bm=4 bn=4 threads=4}",
-                      "{bm=2 bn=8 threads=8}", "{bm=8 bn=2 threads=2}", "{bm=16 bn=16 threads=64}"],  # fmt: skip
+    "tile-blockify": [
+        *("", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}"),
+        *("{bm=4 bn=4 threads=4}", "{bm=2 bn=8 threads=8}", "{bm=8 bn=2 threads=2}", "{bm=16 bn=16 threads=64}"),
+    ],
     "tile-register-tile": ["", "{tm=1 tn=1}", "{tm=2 tn=2}", "{tm=4 tn=1}", "{tm=1 tn=4}", "{tm=8 tn=8}"],
     "tile-permute-lanes": ["", "{rows=1 group-bytes=4}", "{rows=2}", "{group-bytes=8}"],
     "tile-chunk-reduce": ["", "{bk=1}", "{bk=2}", "{bk=4}", "{bk=8}"],
