@@ -3,7 +3,8 @@
 | flag                                     | instrumentation |
 |------------------------------------------|-----------------|
 | verify after each pass (default on)      | `VerifyEach`    |
-| irforge compile -v                       | `PrintPassNames` |
+| irforge compile -v                       | `PrintPassNames`, `Remarks` |
+| -debug-only=PASS[,PASS]                  | `Remarks`       |
 | --print-ir-before/after[-all,-change,-failure] | `PrintIR` |
 | --print-ir-diff                          | `PrintIRDiff`   |
 | --print-ir-tree-dir=DIR                  | `IRTreeDir`     |
@@ -17,10 +18,13 @@ import difflib
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
+from .diagnostics import Diagnostic
 from .hashing import structural_hash
+from .ir import Operation
 from .pass_manager import Instrumentation, Timer
-from .printer import print_module
+from .printer import Printer, print_module
 from .verifier import verify_or_raise
 
 
@@ -55,6 +59,49 @@ class PrintPassNames(Instrumentation):
 
     def after_failed_pass(self, p, module, err):
         self.stream.write("  FAILED\n")
+
+
+@dataclass
+class Remark:
+    """What a pass said about a decision at an op (`Pass.remark`)."""
+
+    pass_name: str
+    op: Operation = field(repr=False)
+    message: str
+
+    def __str__(self) -> str:
+        return Diagnostic("remark", f"[{self.pass_name}] {self.message}", self.op.loc).render(with_source=False)
+
+
+class Remarks(Instrumentation):
+    """The remarks of the passes named in `only` (every pass when None), each once per pass: kept in `records`,
+    and, with a stream, written there as `file:line:col: remark: [pass] message` lines once the pass is done."""
+
+    def __init__(self, only=None, stream=None):
+        self.only = None if only is None else set(only)
+        self.stream = stream
+        self.records: list[Remark] = []
+        self._pending: list[Remark] = []
+
+    def before_pass(self, p, module):
+        self._seen: set = set()
+
+    def remark(self, p, op, message):
+        key = (id(op), message)  # a pass that sweeps to a fixpoint may decide the same thing twice: say it once
+        if (self.only is None or p.name in self.only) and key not in self._seen:
+            self._seen.add(key)
+            r = Remark(p.name, op, message)
+            self.records.append(r)
+            self._pending.append(r)
+
+    def after_pass(self, p, module):
+        if self.stream is not None and self._pending:
+            self.stream.write("".join(f"{r}\n" for r in self._pending))
+            self.stream.flush()
+        self._pending = []
+
+    def after_failed_pass(self, p, module, err):
+        self.after_pass(p, module)
 
 
 class _Printing(Instrumentation):
@@ -99,13 +146,16 @@ class PrintIR(_Printing):
 
 
 class PrintIRDiff(_Printing):
-    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines."""
+    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines. Values the pass kept
+    keep their names on both sides, so a pass that erases `%3` shows that line, not every later one renumbered."""
 
     def before_pass(self, p, module):
-        self._before = self.text(module)
+        printer = Printer(generic=self.generic, debuginfo=self.debuginfo)
+        self._before = printer.module_to_string(module)
+        self._names = printer.assigned
 
     def after_pass(self, p, module):
-        after = self.text(module)
+        after = Printer(generic=self.generic, debuginfo=self.debuginfo, names=self._names).module_to_string(module)
         if after == self._before:
             return
         diff = difflib.unified_diff(

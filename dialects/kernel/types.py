@@ -58,7 +58,7 @@ class TensorMapType(DialectType):
         if any(b > 256 for b in self.box):
             raise ValueError("!kernel.tensormap's box dimensions must be at most 256")
         # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
-        if (self.box[-1] * element_bytes(self.dtype)) % 16 or (self.shape[-1] * element_bytes(self.dtype)) % 16:
+        if (self.box[-1] * self.dtype.bytes) % 16 or (self.shape[-1] * self.dtype.bytes) % 16:
             raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
 
     @property
@@ -66,7 +66,7 @@ class TensorMapType(DialectType):
         n = 1
         for b in self.box:
             n *= b
-        return n * element_bytes(self.dtype)
+        return n * self.dtype.bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ class SmemType(DialectType):
 
     @property
     def nbytes(self) -> int:
-        return self.numel * element_bytes(self.dtype)
+        return self.numel * self.dtype.bytes
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -153,11 +153,6 @@ class FragType(DialectType):
 
 
 TYPES = (PtrType, TensorMapType, SmemType, MbarrierType, FragType)
-
-
-def element_bytes(t: ScalarType) -> int:
-    """Bytes one element of `t` takes in memory (`index` is stored as a 64-bit integer)."""
-    return t.bytes
 
 
 def element_type(t):

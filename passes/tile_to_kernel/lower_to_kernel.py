@@ -45,7 +45,7 @@ from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
 from . import combines, memory
-from .emit import combine_values, strided, value_hint
+from .emit import FULL_UNROLL, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
 _HW_HINTS |= {"blockIdx.x": "bx", "blockIdx.y": "by", "blockIdx.z": "bz"}
@@ -61,18 +61,14 @@ class LowerToKernel(Pass):
     input_level = "tile"
     output_level = "kernel"
 
-    def check(self, op: Operation) -> str | None:
+    def check(self, op: Operation) -> tuple[Operation, str] | None:
         for k in _tile_kernels(op):
             found = unmaterializable(k)
             if found is not None:
-                return f"kernel @{k.sym_name}: {found[1]}"
+                return found[0], f"cannot be materialized: {found[1]}"
         return None
 
     def run(self, op: Operation) -> None:
-        for k in _tile_kernels(op):
-            found = unmaterializable(k)
-            if found is not None:
-                raise found[0].error(f"cannot be materialized: {found[1]}")
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
             _materialize_function(func, op)
 
@@ -87,7 +83,8 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         why = combines.why_not(kernel, op) or memory.why_not(kernel, op)
         if why:
             return op, why
-        if isinstance(op, (T.CombineOp, T.StageOp)):
+        block_wide = isinstance(op, T.StageOp) or (isinstance(op, T.CombineOp) and op.over[0] in T.THREAD_AXES)
+        if block_wide:  # a cross-block combine adds its share with atomics: it needs no thread beside it
             for lp in T.enclosing_loops(op):
                 if any(a in T.THREAD_AXES for a in lp.bind) and lp.work_items % lp.units(kernel):
                     return op, (
@@ -295,6 +292,8 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
     w_count, units = op.work_items, op.units(m.tk)
     hint = (value_hint(op.ivs[0]) or "w") if len(op.ivs) == 1 and op.vector == 1 else "w"
     unroll = op.attributes.get("unroll")
+    if unroll is None and not op.bind and w_count <= FULL_UNROLL and not _holds_loops_or_collectives(op):
+        unroll = 0  # a few straight trips: unrolled, the compiler overlaps one trip's loads with another's math
     if op.bind and units == w_count and not carries:
         m.trip[op] = w = kb.index(m.unit(op.bind), hint)
         yield None, w
@@ -307,6 +306,10 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
         with strided(kb, lower, w_count, step, carries=carries, hint=hint, unroll=unroll) as (lp, w):
             m.trip[op] = w
             yield lp, w
+
+
+def _holds_loops_or_collectives(op: T.LoopOp) -> bool:
+    return any(isinstance(x, (T.LoopOp, T.StageOp, T.CombineOp)) for x in op.walk() if x is not op)
 
 
 @contextmanager

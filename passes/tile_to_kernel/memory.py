@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import SmemType, element_bytes
+from irforge.dialects.kernel.types import SmemType
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
 
@@ -59,7 +59,7 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
-        if op.copy_width() * element_bytes(op.result.type.dtype) < 4:
+        if op.copy_width() * op.result.type.dtype.bytes < 4:
             return "copies asynchronously, but its rows do not split into aligned 4-, 8- or 16-byte pieces"
     if op.copy == "tma":
         return "copies with the tensor memory accelerator, which lower-to-kernel does not materialize yet"
@@ -126,13 +126,12 @@ def _access(m, op) -> Access:
 def _vector_width(m, a: Access) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
-    group's length. In shared memory a vector stays within a row: a run along a dimension the box's trailing
-    dimensions of size 1 follow (a box [16, 8, 1] read along its 8) moves element by element."""
+    group's length. In shared memory a vector stays inside a row (rows may be padded or swizzled)."""
     known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in m.lanes}
     d = K.run_dim(a.shape, a.strides)
     if d is None:
         return None
-    nbytes = element_bytes(a.dtype)
+    nbytes = a.dtype.bytes
     run = a.shape[d]
     row = a.mem.type.shape[-1] if isinstance(a.mem.type, SmemType) else run
     w = run
