@@ -266,13 +266,15 @@ def sibling_programs(draw):
 
 # ---- contractions as the torch level decomposes them -------------------------------------------------------------
 PROLOGUES = ("none", "silu_mul", "cast", "scale")
-DIMS = st.sampled_from((1, 2, 3, 4, 8, 16))
-KS = st.sampled_from((1, 3, 4, 8, 16, 32))
 EPILOGUES = ("none", "bias", "residual", "silu", "relu", "cast")
 
 
+CONTRACTION_DIMS = st.sampled_from((1, 2, 3, 4, 8, 16))
+CONTRACTION_KS = st.sampled_from((1, 3, 4, 8, 16, 32))
+
+
 @st.composite
-def contraction_programs(draw, dims=DIMS, ks=KS):
+def contraction_programs(draw, dims=CONTRACTION_DIMS, ks=CONTRACTION_KS):
     """A contraction as `decompose-matmul` writes it (operands index-mapped to [..., M, N, K], multiplied, reduced
     over K in f32), with random batch dimensions (each in both operands or broadcast from one), a transposed A
     and/or B, a prologue on A (`silu(g) * u`, a cast from another type, a scale), an epilogue (bias, residual

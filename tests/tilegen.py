@@ -38,8 +38,15 @@ CONTRACTION_PASSES = tuple(CONTRACTION_OPTIONS)
 SCHEDULE_OPTIONS = {
     "tile-cooperative-reduce": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=64}"],
     "tile-blockify": [
-        *("", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}"),
-        *("{bm=4 bn=4 threads=4}", "{bm=2 bn=8 threads=8}", "{bm=8 bn=2 threads=2}", "{bm=16 bn=16 threads=64}"),
+        "",
+        "{threads=1}",
+        "{threads=2}",
+        "{threads=4}",
+        "{threads=32}",
+        "{bm=4 bn=4 threads=4}",
+        "{bm=2 bn=8 threads=8}",
+        "{bm=8 bn=2 threads=2}",
+        "{bm=16 bn=16 threads=64}",
     ],
     "tile-register-tile": ["", "{tm=1 tn=1}", "{tm=2 tn=2}", "{tm=4 tn=1}", "{tm=1 tn=4}", "{tm=8 tn=8}"],
     "tile-permute-lanes": ["", "{rows=1 group-bytes=4}", "{rows=2}", "{group-bytes=8}"],
@@ -100,8 +107,9 @@ def in_order(draw, options=SCHEDULE_OPTIONS, before: str | None = None, keep: in
 
 def schedule(module, passes: list[str]) -> str | None:
     """Run map-to-tile then `passes` on `module` (in place). None when all ran; otherwise the refusal message of the
-    pass whose check refused."""
-    run_pipeline(module, "map-to-tile")
+    pass whose check refused. As in loop-to-tile, loop-dce goes first: loops that never run (extent 0) have no
+    place at the tile level."""
+    run_pipeline(module, "loop-dce,map-to-tile")
     for text in passes:
         refused = schedule_step(module, text)
         if refused is not None:
