@@ -1,8 +1,8 @@
 """A program that reaches the loop level reaches CUDA: generated contractions (the shapes of decoder layers'
 projections and attention products, transposed operands, batch broadcasts, prologues and epilogues, f32 and half
 types) and reductions (softmax, norms, row reductions, long rows) go through the default pipeline and compile with
-NVRTC for sm_90a, and no emitted contraction kernel spills registers at the default schedule (ptxas' report, read
-offline: no GPU needed). The corpus programs take the same path in test_corpus_schedules.py."""
+NVRTC for sm_90a, and no kernel of a program with a contraction spills registers at the default schedule (ptxas'
+report, read offline: no GPU needed). The corpus programs take the same path in test_corpus_schedules.py."""
 
 from __future__ import annotations
 
@@ -23,17 +23,19 @@ from irforge.types import bf16, f16, f32, tensor
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _to_cuda(module) -> tuple[dict, set[str]]:
-    """Lower a tensor-level module to CUDA with the default pipelines; ({kernel: ptxas' resource usage}, the names
-    of the kernels that compute a contraction)."""
-    run_pipeline(module, "tensor-to-loop,loop-to-tile")
-    contracting = {k.sym_name for k in module.walk() if isinstance(k, T.KernelOp) and contractions_in(k)}
+def _compiled(module) -> dict:
+    """{kernel: ptxas' resource usage} of a tile-level module lowered to CUDA and compiled for sm_90a."""
     run_pipeline(module, "tile-to-kernel,kernel-to-cuda")
     kernels = [op for op in module.body.ops if isinstance(op, C.CudaKernelOp)]
     source = "\n".join(k.attributes["source"] for k in kernels)  # the prelude is `#pragma once`
     usage = resource_usage(source, kernels[0].attributes["sym_name"], arch="sm_90a")
     assert set(usage) == {k.attributes["sym_name"] for k in kernels}
-    return usage, contracting
+    return usage
+
+
+def _assert_no_spills(usage: dict) -> None:
+    for name, u in usage.items():
+        assert not u.spills, f"{name} spills at the default schedule: {u}"
 
 
 @SETTINGS
@@ -43,9 +45,8 @@ def _to_cuda(module) -> tuple[dict, set[str]]:
     )
 )
 def test_contractions_reach_cuda_without_spilling(module):
-    usage, contracting = _to_cuda(module)
-    for name in contracting:
-        assert not usage[name].spills, f"{name} spills at the default schedule: {usage[name]}"
+    run_pipeline(module, "tensor-to-loop,loop-to-tile")
+    _assert_no_spills(_compiled(module))
 
 
 @st.composite
@@ -67,7 +68,7 @@ def reduction_programs(draw):
         elif kind == "middle":
             out = b.reduce("add", b.reshape(h, (rows, 2, cols // 2) if cols % 2 == 0 else (rows, 1, cols)), [1])
         else:
-            out = b.reduce(kind, h, [1])
+            out = b.reduce({"sum": "add", "max": "max"}[kind], h, [1])
         return [b.cast(out, dtype)]
 
     return tensor_module([tensor(dtype, rows, cols)], ["x"], build)
@@ -76,15 +77,15 @@ def reduction_programs(draw):
 @SETTINGS
 @given(reduction_programs())
 def test_reductions_reach_cuda(module):
-    usage, _ = _to_cuda(module)
-    assert usage
+    run_pipeline(module, "tensor-to-loop,loop-to-tile")
+    assert _compiled(module)
 
 
 @pytest.mark.slow
 def test_hf_llama_decoder_layer_in_f32_reaches_cuda():
     """HF's `LlamaDecoderLayer` in f32 at TinyLlama's config, a causal prefill of 128 tokens (it once failed in
-    lower-to-kernel: a staged box [.., 64, 1] read along its 64 as one vector): every kernel compiles, no
-    contraction kernel spills, and on a GPU the layer matches eager."""
+    lower-to-kernel: a staged box [.., 64, 1] read along its 64 as one vector): every kernel compiles, none
+    spills, and on a GPU the layer matches eager."""
     pytest.importorskip("transformers")
     import torch
 
@@ -97,14 +98,8 @@ def test_hf_llama_decoder_layer_in_f32_reaches_cuda():
     cos, sin = rope_tables(TINYLLAMA, torch.arange(seq)[None], torch.float32)
     layer = decoder_layer(TINYLLAMA).float().eval()
     prog = compile_model(layer, torch.randn(1, seq, TINYLLAMA.hidden), cos, sin, ir="tile")
-    contracting = {k.sym_name for k in prog.module.walk() if isinstance(k, T.KernelOp) and contractions_in(k)}
-    assert contracting
-    run_pipeline(prog.module, "tile-to-kernel,kernel-to-cuda")
-    kernels = [op for op in prog.module.body.ops if isinstance(op, C.CudaKernelOp)]
-    usage = resource_usage("\n".join(k.attributes["source"] for k in kernels), "llama_layer", arch="sm_90a")
-    assert set(usage) == {k.attributes["sym_name"] for k in kernels}
-    for name in contracting:
-        assert not usage[name].spills, f"{name} spills at the default schedule: {usage[name]}"
+    assert any(contractions_in(k) for k in prog.module.walk() if isinstance(k, T.KernelOp))
+    _assert_no_spills(_compiled(prog.module))
     if has_gpu():
         from irforge.runner import check_on_gpu
 
