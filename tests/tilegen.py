@@ -96,12 +96,12 @@ def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
 
 
 @st.composite
-def preceding(draw, name: str, options=SCHEDULE_OPTIONS, keep: int = 4):
-    """The passes of `options` before `name` in the pipeline's order, each with probability keep / (keep + 1), with
-    option values from `options`: what `name` usually finds done."""
+def in_order(draw, options=SCHEDULE_OPTIONS, before: str | None = None, keep: int = 4):
+    """Passes of `options` in the pipeline's order (those before the pass `before` only, when given), each with
+    probability keep / (keep + 1), with option values from `options`: what a pass usually finds done."""
     order = list(SCHEDULE_OPTIONS)
-    before = [p for p in order[: order.index(name)] if p in options]
-    chosen = [p for p in before if draw(st.integers(0, keep))]
+    end = order.index(before) if before else len(order)
+    chosen = [p for p in order[:end] if p in options and draw(st.integers(0, keep))]
     return [p + draw(st.sampled_from(options[p])) for p in chosen]
 
 
