@@ -152,8 +152,11 @@ def params_in_use(module: Operation, params: dict) -> dict:
     return {k: v for k, v in params.items() if k in used}
 
 
-def compile_program(tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None):
-    """Capture a `frontend.TorchProgram` and lower it (see `lowering`)."""
+def compile_program(
+    tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None, bisect=False
+):
+    """Capture a `frontend.TorchProgram` and lower it (see `lowering`); `bisect`: run each pass's output through its
+    level's reference interpreter on the program's inputs and stop at the first that differs from PyTorch eager."""
     from .dialects.torch.capture import capture, to_numpy
     from .instrumentation import VerifyEach
     from .pass_manager import PassManager
@@ -168,13 +171,20 @@ def compile_program(tp, ir: str | None = "tensor", instrumentations=(), *, pipel
         raise
     func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
     names = [a.name_hint for a in func.body.args]
-    PassManager(schedule, [VerifyEach(), *instrumentations], schedule_text(schedule)).run(captured.module)
+    inputs = [to_numpy(t) for t in tp.inputs]
+    expected = [to_numpy(t) for t in tp.outputs] + [to_numpy(tp.buffers_after[n]) for n in captured.state]
+    hooks = [VerifyEach(), *instrumentations]
+    if bisect:
+        from .testing import NumericsCheck
+
+        hooks.append(NumericsCheck(bisect=True, inputs=inputs, params=captured.params, expected=expected))
+    PassManager(schedule, hooks, schedule_text(schedule)).run(captured.module)
     return Program(
         module=captured.module,
         level=module_level(captured.module) or "torch",
         params=params_in_use(captured.module, captured.params),
         input_names=names,
-        inputs=[to_numpy(t) for t in tp.inputs],
-        expected=[to_numpy(t) for t in tp.outputs] + [to_numpy(tp.buffers_after[n]) for n in captured.state],
+        inputs=inputs,
+        expected=expected,
         state=captured.state,
     )

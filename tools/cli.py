@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .driver import write_output
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
 
@@ -75,6 +76,12 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
         help="-v: each pass as it runs and its remarks (what it decided, why); -vv: its diff too",
     )
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
+    p.add_argument(
+        "--bisect-numerics",
+        action="store_true",
+        help="after every pass, run the IR's reference interpreter on the program's inputs and name the first pass "
+        "whose answer differs from eager",
+    )
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
     add_instrumentation_arguments(p)
@@ -180,18 +187,14 @@ def _compile_run(args, out, err) -> int:
     timer = Timer()
     tp = _program(args)
     try:
-        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), **options)
+        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), bisect=args.bisect_numerics, **options)
     finally:
         if args.timing:
             err.write(timing_report(timer))
     if args.check and prog.level == "cuda":
         raise error("--check runs the level's reference interpreter, and the cuda level has none: use `irforge run`")
     text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
-    if args.output == "-":
-        out.write(text)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_output(args.output, text, out)
     if not args.check:
         return 0
     from irforge.testing import output_types
@@ -349,24 +352,12 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None, *, stdout=None, stderr=None) -> int:
+    from .driver import guarded
+
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _arg_parser().parse_args(argv)
-
-    from irforge.diagnostics import IRForgeError
-
-    try:
-        return COMMANDS[args.command].run(args, stdout, stderr)
-    except IRForgeError as e:
-        stderr.write(e.render() + "\n")
-        return 1
-    except OSError as e:
-        stderr.write(f"irforge: error: {e.strerror}: {e.filename}\n")
-        return 1
-    except Exception as e:  # a bug in irforge, not the user's mistake: say so, keep the traceback on request
-        if os.environ.get("IRFORGE_TRACEBACK"):
-            raise
-        stderr.write(f"irforge: internal error: {type(e).__name__}: {e} (set IRFORGE_TRACEBACK=1 for the traceback)\n")
-        return 1
+    return guarded("irforge", argv, lambda: COMMANDS[args.command].run(args, stdout, stderr), stderr)
 
 
 if __name__ == "__main__":

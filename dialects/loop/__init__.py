@@ -144,9 +144,11 @@ class BufferOp(Operation):
         writers, readers = [], []
         for user in self.result.users:
             k = kernel_of(user)
+            if k is None or k.parent is not self.parent:
+                continue  # a store or load outside a kernel, or a misplaced kernel: its own verifier says where
             if isinstance(user, StoreOp) and user.buffer is self.result and k not in writers:
                 writers.append(k)
-            elif isinstance(user, LoadOp) and k is not None:
+            elif isinstance(user, LoadOp):
                 readers.append((user, k))
         if len(writers) > 1:
             raise writers[1].error(
@@ -157,7 +159,7 @@ class BufferOp(Operation):
             block = self.parent
             at = block.ops.index(writers[0])
             for load, k in readers:
-                if k.parent is block and block.ops.index(k) < at:
+                if block.ops.index(k) < at:
                     raise load.error(f"reads a buffer before kernel '@{writers[0].sym_name}' writes it")
 
     def print_custom(self, p):

@@ -39,6 +39,8 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 
 def reshape_exprs(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[IndexExpr]:
     """Input coordinates of a row-major reshape, as expressions of the output coordinates (simplified)."""
+    if 0 in in_shape:  # no elements, so no coordinates to compute (and no extent to divide by)
+        return [ix.Const(0)] * len(in_shape)
     flat: IndexExpr = ix.Const(0)
     stride = 1
     for k in reversed(range(len(out_shape))):

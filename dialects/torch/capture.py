@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from irforge.location import UNKNOWN, FileLineColLoc, Location
 from irforge.types import ScalarType, TensorType
 
 from . import AtenOp, ParamOp
+from .aten import DTYPES, quiet
 
 _A = torch.ops.aten
 
@@ -48,19 +48,6 @@ KEPT_WHOLE = (
     _A.pow.Tensor_Scalar,
     _A.roll.default,
 )
-
-DTYPES = {
-    torch.float64: "f64",
-    torch.float32: "f32",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-}
 
 # Keyword arguments that say where or how a tensor is stored, never what it holds.
 _STORAGE_KWARGS = frozenset({"device", "layout", "pin_memory", "memory_format", "non_blocking"})
@@ -183,8 +170,7 @@ def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgra
     """`torch.export` with every node located, decomposed to core ATen except `KEPT_WHOLE`."""
     mode = _Locate()
     try:
-        with warnings.catch_warnings():  # PyTorch's deprecation notices are not the user's business here
-            warnings.simplefilter("ignore")
+        with quiet():  # a data-dependent shape, for one, prints the partial FX graph
             return _export(model, inputs, mode)
     except IRForgeError:
         raise
@@ -250,6 +236,12 @@ class Translator:
         nodes = {n.name: n for n in graph.nodes}
         kinds = (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION)
         bad_out = [o for o in sig.output_specs if o.kind not in kinds]
+        effect = next((n for n in graph.nodes if n.target is torch.ops.higher_order.with_effects), None)
+        if effect is not None:  # an op torch.export orders by an effect token: a check that raises, a print, ...
+            name = effect.args[1]._schema.name.replace("::", ".")
+            raise error(
+                f"'{name}' has a side effect; irforge compiles programs without side effects", _node_loc(effect)
+            )
         if bad_out:
             what = ", ".join(str(o.target) for o in bad_out)
             raise error(

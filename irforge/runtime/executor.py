@@ -174,7 +174,7 @@ class Executor:
     def _to_device(self, value, t, what: str):
         torch = self._torch
         if isinstance(value, np.ndarray):
-            value = torch.from_numpy(np.ascontiguousarray(value))
+            value = torch.from_numpy(np.require(value, requirements="C"))  # ascontiguousarray makes 0-d 1-d
         if not isinstance(value, torch.Tensor):
             raise error(f"{what} must be a torch tensor or numpy array, got {type(value).__name__}")
         if tuple(value.shape) != t.shape:

@@ -45,3 +45,15 @@ class TestLoopUnrollHint(Pass):
 
     def run(self, op):
         op.attributes["hint"] = self.factor
+
+
+class TestMiscompile(Pass):
+    """Change the answer on purpose: every float `value` attribute (constants of any level) grows by 1."""
+
+    name = "test-miscompile"
+
+    def run(self, op):
+        for inner in op.walk():
+            v = inner.attributes.get("value")
+            if isinstance(v, float):
+                inner.attributes["value"] = v + 1.0
