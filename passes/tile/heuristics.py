@@ -55,25 +55,28 @@ class Heuristic:
         not shared, nor any other at the point of a contraction's outputs (attention's softmax statistics beside
         P @ V): the outputs are tiled over threads instead (`tile-blockify`), each thread its points' statistics."""
         n = reduce.extents[0]
-        if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
+        if contraction_of(reduce) is not None:
             return 1
         if any(contractions_in(band) for band in reduce.ancestors() if isinstance(band, T.ForOp)):
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
         size = min((t.bytes for t in loads), default=4)
+        if n < MIN_COOPERATIVE:  # a short row: a thread a 16-byte vector of it, the row's threads within a warp
+            return max(1, min(target().warp_size, _pow2_floor(n * size // 16)))
         return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:
         """Threads along `axis` a band's points are split over (1: the band stays one point per block).
 
         Along threadIdx.x (nothing inside shares the band's point): up to 256, no more than the points. Along y,
-        below threads that share each point: rows per block filling 128 threads, dividing the points evenly (so a
-        combine inside never waits for a row that has no point)."""
+        below threads that share each point: rows per block filling 128 threads, but no more than leave a block for
+        each multiprocessor, dividing the points evenly (so a combine inside never waits for a row that has no
+        point)."""
         points = band.work_items
         if axis == "threadIdx.x":
             return min(THREADS_PER_BLOCK, _pow2_ceil(points))
         per_point = kernel.threads
-        rows = max(1, ROW_BLOCK_THREADS // per_point)
+        rows = max(1, min(ROW_BLOCK_THREADS // per_point, _pow2_floor(points // target().sm_count)))
         while rows > 1 and points % rows:
             rows //= 2
         return rows
