@@ -12,7 +12,6 @@ import loopgen
 import numpy as np
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp
 from irforge.diagnostics import IRForgeError
@@ -20,6 +19,7 @@ from irforge.pass_manager import run_pipeline
 from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
+from irforge.testing import strategies
 
 SCHEDULE_OPTIONS = {
     "tile-cooperative-reduce": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=64}"],
@@ -33,8 +33,8 @@ SCHEDULE_OPTIONS = {
 def loop_programs(draw):
     module = draw(
         st.one_of(
-            loopgen.programs(),
-            tensor_programs(max_ops=5),
+            strategies.loop_programs(),
+            strategies.tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
         )

@@ -1,7 +1,8 @@
-"""Numeric checking, shared by `irforge compile --check` and every pass's numeric test (any level).
+"""Testing passes, in irforge and in plugins: numeric checks, lit setup, and (in `strategies`) random programs.
 
     check_pipeline(module, "tensor-fold-constants")          # interpreters agree before and after, or raise
     compare(actual, expected, dtype)                         # -> Comparison(max_abs, max_rel, tol, ok)
+    irforge.testing.lit_config(config)                       # in a lit.cfg.py: irforge's lit setup
 
 Errors are measured normwise: `max_rel = max|actual - expected| / max|expected|`, which stays meaningful for
 outputs near zero (where elementwise relative error is noise). An output passes when `max_abs <= tol * max(1,
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnostics import error
-from .ir import Operation
-from .types import ScalarType
+from ..diagnostics import error
+from ..ir import Operation
+from ..types import ScalarType
 
 # Normwise relative tolerance per output type: f32 as the task requires; half types a few units in the last place
 # of their 11 (f16) and 8 (bf16) significant bits, since f32 intermediates may round differently.
@@ -75,7 +76,7 @@ def compare_outputs(actual: list, expected: list, types: list) -> list[Compariso
 
 
 def output_types(module: Operation, entry: str = "forward") -> list:
-    from .interpreter import entry_function
+    from ..interpreter import entry_function
 
     return list(entry_function(module, entry).attributes["function_type"].outputs)
 
@@ -86,8 +87,8 @@ def check_pipeline(module: Operation, pipeline: str, inputs=None, params=None, *
     Works at any level (each side runs the interpreter of its own level). Missing inputs and params are drawn
     from each seed. Returns the transformed copy; raises AssertionError naming the output that differs.
     """
-    from .interpreter import interpret
-    from .pass_manager import run_pipeline
+    from ..interpreter import interpret
+    from ..pass_manager import run_pipeline
 
     after = module.clone()
     run_pipeline(after, pipeline)
@@ -99,3 +100,32 @@ def check_pipeline(module: Operation, pipeline: str, inputs=None, params=None, *
             if not c.ok:
                 raise AssertionError(f"'{pipeline}' changed output #{i} (seed {seed}): {c}")
     return after
+
+
+def lit_config(config, name: str = "irforge") -> None:
+    """Set up a lit test suite as irforge's own is (call it from the suite's `lit.cfg.py`): shell tests in `.ir`
+    and `.test` files (an `Inputs` folder holds files they read), `irforge-opt`, `irforge` and `filecheck` taken
+    from the environment of the Python running lit (or `IRFORGE_BIN`), and the variables irforge reads passed on."""
+    import os
+    import shutil
+    import sys
+
+    import lit.formats
+
+    config.name = name
+    config.test_format = lit.formats.ShTest(execute_external=False)
+    config.suffixes = [".ir", ".test"]
+    config.excludes = ["Inputs", "lit.cfg.py"]
+    bin_dirs = [d for d in (os.environ.get("IRFORGE_BIN"), os.path.dirname(sys.executable)) if d]
+    config.environment["PATH"] = os.pathsep.join([*bin_dirs, os.environ.get("PATH", "")])
+    config.environment["PYTHONUNBUFFERED"] = "1"
+    for var in ("HOME", "TMPDIR", "PYTHONPATH", "IRFORGE_CACHE_DIR"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
+    # Whole-word substitutions (lit applies them as regular expressions), so paths containing the names are untouched.
+    for tool in ("irforge-opt", "irforge", "filecheck"):
+        path = shutil.which(tool, path=config.environment["PATH"])
+        if path is None:
+            raise RuntimeError(f"lit: cannot find '{tool}' on {config.environment['PATH']}; install irforge[dev]")
+        config.substitutions.append((rf"(?<![\w/.%-]){tool}(?![\w/.-])", path))
+
