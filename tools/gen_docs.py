@@ -28,7 +28,8 @@ def _levels(cls) -> str:
     return f"{cls.input_level} → {cls.leaves_level()}"
 
 
-def _section(cls) -> list[str]:
+def pass_section(cls) -> list[str]:
+    """The markdown of one pass: summary, description, levels, anchor and an options table."""
     from irforge.pass_manager import format_value
 
     doc = inspect.cleandoc(cls.__doc__ or "")
@@ -51,15 +52,13 @@ def render() -> str:
     from irforge.registry import registry
 
     reg = registry()
-    own = {n: c for n, c in reg.passes().items() if reg.sources[("pass", n)].startswith("irforge.passes.")}
-    # The test passes exercise irforge itself; they come last.
-    ordered = sorted(own.values(), key=lambda c: (c.name.startswith("test-"), c.name))
+    ordered = [c for n, c in reg.passes().items() if reg.sources[("pass", n)].startswith("irforge.passes.")]
     lines = [HEADER, "| pass | levels | summary |", "|---|---|---|"]
     for cls in ordered:
         lines.append(f"| [`{cls.name}`](#{cls.name}) | {_levels(cls)} | {_cell(cls.summary())} |")
     lines.append("")
     for cls in ordered:
-        lines += _section(cls)
+        lines += pass_section(cls)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

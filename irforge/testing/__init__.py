@@ -128,4 +128,3 @@ def lit_config(config, name: str = "irforge") -> None:
         if path is None:
             raise RuntimeError(f"lit: cannot find '{tool}' on {config.environment['PATH']}; install irforge[dev]")
         config.substitutions.append((rf"(?<![\w/.%-]){tool}(?![\w/.-])", path))
-
