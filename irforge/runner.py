@@ -2,7 +2,7 @@
 
     prog = compile_program(frontend.from_snippet(code), "cuda")
     results = check_on_gpu(prog)          # [(output array, Comparison with PyTorch eager)] per output
-    case, systems = bench_setup(tp, prog)  # a bench.harness Case and its irforge System
+    case, system = bench_case(tp, prog)   # an irforge.bench Case and its irforge System
 
 A program at the cuda level runs through `irforge.runtime.Executor` (NVRTC, module load, launches on torch
 tensors); its params come from the capture (`prog.params`), its inputs are the example inputs the program was
@@ -10,10 +10,6 @@ captured with, and the reference is PyTorch eager's outputs on them (`prog.expec
 """
 
 from __future__ import annotations
-
-import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -104,45 +100,18 @@ def _output_types(prog) -> list:
     raise error("the module has no cuda.program")
 
 
-def harness_module():
-    """The repository's `bench/harness.py` (the benchmark method of BENCHMARKS.md)."""
-    root = Path(__file__).resolve().parent.parent / "bench"
-    if not (root / "harness.py").exists():
-        raise error(f"benchmarking needs the repository's bench/harness.py (looked in {root})")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import harness
-
-    return harness
-
-
-def bench_setup(tp, prog, name: str = "program"):
-    """A harness `Case` for the program (inputs on the GPU, eager on the GPU as the reference) and the `System`
-    that runs it through irforge."""
+def bench_case(tp, prog, name: str = "program"):
+    """A bench `Case` for a captured program (its example inputs, its module as the eager reference) and the
+    `System` that runs the compiled program through irforge."""
     import copy
 
-    import torch
+    from .bench.case import Case, Input
+    from .bench.harness import System, executor_fn
 
-    harness = harness_module()
-    model = copy.deepcopy(tp.model).to("cuda")
-    inputs = tuple(t.to("cuda") for t in tp.inputs)
-    nbytes = sum(t.numel() * t.element_size() for t in [*tp.inputs, *tp.outputs])
-    nbytes += sum(math.prod(a.shape) * _itemsize(prog, k) for k, a in prog.params.items())
-
-    def eager(*xs):
-        with torch.no_grad():
-            return model(*xs)
-
-    case = harness.Case(name, lambda: inputs, eager, bytes=nbytes)
-    exe = executor(prog)
-    system = harness.System("irforge", lambda c: exe)
-    return case, system
-
-
-def _itemsize(prog, param: str) -> int:
-    from .dialects.cuda import ops as C
-
-    for op in prog.module.walk():
-        if isinstance(op, C.ParamOp) and op.attributes["sym"].name == param:
-            return op.result.type.dtype.bytes
-    return 4
+    inputs = tuple(
+        Input(n, tuple(t.shape), t.dtype, lambda gen, device, t=t: t.to(device))
+        for n, t in zip(tp.input_names, tp.inputs)
+    )
+    case = Case(name, "program", inputs, flops=0, module=lambda: copy.deepcopy(tp.model))
+    run = executor_fn(executor(prog))
+    return case, System("irforge", lambda case, program: run)

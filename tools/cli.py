@@ -195,7 +195,7 @@ def _run_run(args, out, err) -> int:
         return 1
     from irforge import instrumentation
     from irforge.compiler import compile_program
-    from irforge.runner import bench_setup, check_on_gpu, harness_module, run_on_gpu
+    from irforge.runner import bench_case, check_on_gpu, run_on_gpu
 
     if ir_file and not prog.expected:
         for i, o in enumerate(run_on_gpu(prog)):
@@ -219,14 +219,24 @@ def _run_run(args, out, err) -> int:
         err.write("irforge run: the GPU results do not match PyTorch eager\n")
         return 1
     if args.bench:
-        harness = harness_module()
-        case, system = bench_setup(tp, prog, args.snippet or args.file)
-        if args.reps < 100:
-            os.environ["IRFORGE_BENCH_QUICK"] = "1"  # the method asks for >= 100; fewer only when asked for
-        systems = [harness.eager(), harness.torch_compile(), system]
-        report = harness.run_suite([case], systems, reps=args.reps, log=lambda s: err.write(s + "\n"))
-        out.write(harness.markdown(report))
+        from irforge.bench.command import bench_one
+
+        case, system = bench_case(tp, prog, args.snippet or args.file)
+        bench_one(case, system, args.reps, out, err)
     return 0
+
+
+# ---- bench -----------------------------------------------------------------------------------------------------
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.bench.command import add_arguments
+
+    add_arguments(p)
+
+
+def _bench_run(args, out, err) -> int:
+    from irforge.bench.command import run
+
+    return run(args, out, err)
 
 
 COMMANDS = {
@@ -235,6 +245,12 @@ COMMANDS = {
         Command("compile", "capture a PyTorch program and print its IR at a level", _compile_arguments, _compile_run),
         Command(
             "run", "compile a PyTorch program to CUDA, run it on the GPU, compare with eager", _run_arguments, _run_run
+        ),
+        Command(
+            "bench",
+            "run a benchmark suite (seed84, llm): irforge vs eager vs torch.compile",
+            _bench_arguments,
+            _bench_run,
         ),
     ]
 }

@@ -31,6 +31,7 @@ from irforge.ir import Operation, Value
 from irforge.target import target
 from irforge.types import TensorType, index
 
+from . import combines
 from .emit import strided, value_hint
 
 
@@ -119,20 +120,21 @@ def _access(m, op) -> Access:
 def _vector_width(m, a: Access) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
-    group's length."""
+    group's length. In shared memory a vector stays inside a row (rows may be padded or swizzled)."""
     known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in m.lanes}
     d = K.run_dim(a.shape, a.strides)
     if d is None:
         return None
     nbytes = a.dtype.bytes
     run = a.shape[d]
+    row = a.mem.type.shape[-1] if isinstance(a.mem.type, SmemType) else run
     w = run
     while w > 1:
         size = w * nbytes
         legal = (size <= 16 and size & (size - 1) == 0) or size % 16 == 0
         align = min(size, 16) // nbytes
         aligned = multiple_of(a.offset, align, known) and all(s % align == 0 for k, s in enumerate(a.strides) if k != d)
-        if legal and aligned and run % w == 0:
+        if legal and aligned and run % w == 0 and row % w == 0:
             break
         w //= 2
     return None if w == run else w
@@ -172,6 +174,10 @@ def load(m, op: T.LoadOp) -> None:
 def store(m, op: T.StoreOp) -> None:
     kb = m.kb
     a = _access(m, op)
+    affine = m.affine.get(op.value)
+    if affine is not None:
+        _add_share(m, op, a, affine)
+        return
     value = m.get(op.value)
     want = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
     if value.type != want:
@@ -184,9 +190,31 @@ def store(m, op: T.StoreOp) -> None:
         _tile_access(m, op, a, value)
 
 
-def single_writer(m, op: Operation) -> Value | None:
-    """The condition under which this thread performs a store at `op` (None: every thread that reaches it)."""
-    bound = T.bound_axes(op)
+def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
+    """A store of a value affine in a cross-block partial: every block adds its share (no single writer along the
+    combine's axis) into the buffer, which a kernel launched before zeroes."""
+    kb = m.kb
+    if op.buffer not in m.zeroed:
+        m.zeroed.append(op.buffer)
+    value = combines.contribution(m, affine, m.atomic_axis)
+    lanes = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
+    if value.type != lanes:
+        value = kb.splat(value, lanes)
+    if isinstance(lanes, TensorType) and a.shape != a.lanes:
+        value = kb.reshape(value, TensorType(a.dtype, a.shape))
+    strides = a.strides if isinstance(lanes, TensorType) else None
+    cond = single_writer(m, op, skip=m.atomic_axis)
+    if cond is None:
+        kb.atomic("add", value, a.mem, a.base, strides)
+        return
+    with kb.if_(cond) as br, br.then():
+        kb.atomic("add", value, a.mem, a.base, strides)
+
+
+def single_writer(m, op: Operation, skip: str | None = None) -> Value | None:
+    """The condition under which this thread performs a store at `op` (None: every thread that reaches it); `skip`:
+    an axis whose every unit stores (adding its share)."""
+    bound = T.bound_axes(op) | {skip}
     cond = None
     for a in T.AXES:
         if a not in bound and m.tk.axis_size(a) > 1:
