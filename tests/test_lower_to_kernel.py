@@ -4,8 +4,10 @@ materialized is refused with a located message."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from tilegen import assert_close, loop_programs, runs_somewhere, schedule, schedules
@@ -171,3 +173,46 @@ def test_kernels_read_then_write_their_buffers():
     (k,) = [op for op in m.walk() if isinstance(op, K.KernelFuncOp)]
     assert [a.name_hint for a in k.args] == ["x", "y"]
     assert not [op for op in m.walk() if isinstance(op, T.KernelOp)]
+
+
+# ---- reductions split across blocks -------------------------------------------------------------------------------
+@pytest.mark.parametrize("via", ["partials", "atomics"])
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([(1, 2), (2, 4), (3, 2)]), st.sampled_from(["", "relu", "exp"]))
+def test_split_reductions_materialize_via_partials_or_atomics(via, shape, epilogue):
+    """A row sum split over blocks, its epilogue affine or not: atomics take the affine ones (the check refuses the
+    others at the combine), partials take every one; the simulator gives the tile interpreter's answer."""
+    rows, splits = shape
+    tail = {"": "", "relu": "%z = scalar.const 0.0 : f32\n      %t = scalar.maximum %t0, %z : f32",
+            "exp": "%t = scalar.exp %t0 : f32"}[epilogue]  # fmt: skip
+    out = "%t" if epilogue else "%t0"
+    text = f"""func.func @forward(%x: f32[{rows},64]) -> f32[{rows}] {{
+  %y = tile.buffer f32[{rows}]
+  tile.kernel @k grid({rows}, {splits}) block(32) {{
+    tile.for %a in 0..{rows} by blockIdx.x {{
+      %p = tile.reduce %s in 0..{splits} by blockIdx.y add(0.0) -> f32 {{
+        %q = tile.reduce %r in 0..{64 // splits} by threadIdx.x add(0.0) -> f32 {{
+          %v = tile.load %x[%a, %s * {64 // splits} + %r]
+          tile.yield %v
+        }}
+        %c = tile.combine add(%q) over threadIdx.x : f32
+        tile.yield %c
+      }}
+      %t0 = tile.combine add(%p) over blockIdx.y via {via} : f32
+      {tail}
+      tile.store %y[%a] = {out}
+    }}
+  }}
+  func.return %y
+}}
+""".replace("{out}", out)
+    m = parse_module(text)
+    expected = interpret(m, seed=3)
+    if via == "atomics" and epilogue:
+        with pytest.raises(IRForgeError, match="not an affine function"):
+            run_pipeline(m, "tile-to-kernel")
+        return
+    run_pipeline(m, "tile-to-kernel")
+    kernels = [op for op in m.body.ops if op.name == "kernel.func"]
+    assert len(kernels) == 2  # partials: two kernels; atomics: the kernel and the one zeroing its output
+    np.testing.assert_allclose(interpret(m, seed=3)[0], expected[0], rtol=1e-5, atol=1e-5)

@@ -35,6 +35,7 @@ from .types import (
 
 AXES = ("x", "y", "z")
 _UNIT_T = type(UNIT)
+LAUNCH_AXES = tuple(f"{k}Idx.{d}" for k in ("thread", "block") for d in "xyz")
 
 
 # ---- index expressions over SSA values -------------------------------------------------------------------------
@@ -830,16 +831,24 @@ class ForOp(IndexedOp):
 
 
 class IfOp(KernelOp):
-    """`if (cond) { ... } else { ... }`; with results, both branches end in `kernel.yield`."""
+    """`if (cond) { ... } else { ... }`; with results, both branches end in `kernel.yield`.
+
+    `single_writer = ["threadIdx.x", ...]` marks the guard of the tile level's single-writer rule: the condition
+    picks one thread per group of threads that differ only along those axes, and its then-branch does what each of
+    them would do (store a value they share). The simulator checks that they agree on what the branch uses."""
 
     name = "kernel.if"
     operand_names = ("cond",)
+    optional_attributes = {"single_writer": tuple}
     num_regions = 2
     traits = frozenset({"single_block"})
 
     def verify_op(self):
         if self.cond.type != boolean:
             raise self.error(f"condition must be bool, got {self.cond.type}")
+        axes = self.attributes.get("single_writer", ())
+        if any(a not in LAUNCH_AXES for a in axes) or len(set(axes)) != len(axes):
+            raise self.error(f"single_writer names launch axes ({', '.join(LAUNCH_AXES)}), each once; got {list(axes)}")
         types = tuple(r.type for r in self.results)
         _check_yield(self, self.regions[0].block, types, "then branch")
         _check_yield(self, self.regions[1].block, types, "else branch")
@@ -905,6 +914,8 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
     ):
         raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
+        if 0 in value_type.shape:
+            raise op.error(f"moves {value_type}, a register tile with no elements")
         width = op.attributes.get("vector")
         if width is not None:
             d = run_dim(value_type.shape, strides or default_strides(value_type.shape))

@@ -265,6 +265,8 @@ class LoadValueOp(SubscriptOp):
 
     @classmethod
     def infer_result_types(cls, operand_types, attributes):
+        if not isinstance(operand_types[0], TensorType):
+            raise ValueError(f"it loads from a buffer (a tensor), not from a value of type {operand_types[0]}")
         return [operand_types[0].dtype]
 
     def verify_(self):

@@ -16,6 +16,7 @@ from irforge.index_expr import Const
 from irforge.ir import Operation, OpResult, Value
 from irforge.location import fuse
 
+from ..scalar import ConstOp
 from . import (
     AccessOp,
     ForOp,
@@ -23,6 +24,7 @@ from . import (
     KernelOp,
     LoadOp,
     LoopOp,
+    ReduceOp,
     StoreOp,
     indexing,
     loop_extents,
@@ -210,16 +212,28 @@ def eliminate_common(root: Operation, only: type | None = None) -> bool:
 
 # ---- dead code -------------------------------------------------------------------------------------------------
 def eliminate_dead(root: Operation) -> bool:
-    """Erase pure ops (reductions included) whose results are unused, and free loops left with empty bodies."""
+    """Erase pure ops (reductions included) whose results are unused, free loops left with empty bodies, and loops
+    that never run (extent 0): a free one with its body, a reduction replaced by its carriers' init values."""
     changed = False
 
     def sweep(block):
         nonlocal changed
         for op in reversed(list(block.ops)):  # users before the values they use
+            if isinstance(op, ReduceOp) and op.extent == 0:
+                inits = [v for _, init, _ in op.carriers for v in init]
+                for r, v in zip(op.results, inits):
+                    const = ConstOp.build(v, r.type, op.loc)
+                    op.parent.insert_before(op, const)
+                    r.replace_all_uses_with(const.result)
             for region in op.regions:
                 for b in region.blocks:
                     sweep(b)
-            if (hoistable(op) and not any(r.uses for r in op.results)) or (isinstance(op, ForOp) and not op.body.ops):
+            empty = isinstance(op, (ForOp, ReduceOp)) and op.extent == 0
+            if (
+                empty
+                or (hoistable(op) and not any(r.uses for r in op.results))
+                or (isinstance(op, ForOp) and not op.body.ops)
+            ):
                 op.erase()
                 changed = True
 
@@ -263,6 +277,20 @@ def writer(buffer: Value) -> KernelOp | None:
         if isinstance(op, StoreOp) and op.buffer is buffer:
             return next(a for a in self_and_ancestors(op) if isinstance(a, KernelOp))
     return None
+
+
+def updated_states(func: FuncOp, upto: KernelOp) -> set:
+    """State arguments whose value on entry is gone once kernel `upto` has run: a kernel at or before it wrote the
+    state's result buffer (the same memory). Fusion must not move a load of one to or past that point."""
+    ret = func.body.ops[-1]
+    ks = kernels(func)
+    at = ks.index(upto)
+    gone = set()
+    for _, arg, pos in func.state_pairs():
+        w = writer(ret.operands[pos])
+        if w is not None and w in ks and ks.index(w) <= at:
+            gone.add(arg)
+    return gone
 
 
 def reader_kernels(buffer: Value) -> list[KernelOp]:

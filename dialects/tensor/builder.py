@@ -22,7 +22,7 @@ from irforge.location import UNKNOWN, Location
 from irforge.scalar_ops import SCALAR_OPS
 from irforge.types import ScalarType, TensorType, boolean, f32, i64
 
-from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp
+from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp, ScatterOp
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
@@ -39,6 +39,8 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 
 def reshape_exprs(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[IndexExpr]:
     """Input coordinates of a row-major reshape, as expressions of the output coordinates (simplified)."""
+    if 0 in in_shape:  # no elements, so no coordinates to compute (and no extent to divide by)
+        return [ix.Const(0)] * len(in_shape)
     flat: IndexExpr = ix.Const(0)
     stride = 1
     for k in reversed(range(len(out_shape))):
@@ -180,6 +182,10 @@ class TensorBuilder:
             "index_map": ix.simplify_map(AffineMap(len(shape), tuple(map(ix.as_expr, index_exprs))), shape),
         }
         return self.insert(GatherOp([x, indices], [x.type.with_shape(shape)], attrs, loc=self.loc))
+
+    def scatter(self, base: Value, indices: Value, updates: Value, axis: int) -> Value:
+        """`base` with `updates[..., k, ...]` written at `base[..., indices[k], ...]` along `axis`."""
+        return self.insert(ScatterOp([base, indices, updates], [base.type], {"axis": axis}, loc=self.loc))
 
 
 def is_identity(m: AffineMap, shape: Sequence[int]) -> bool:

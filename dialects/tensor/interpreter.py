@@ -180,6 +180,18 @@ def _gather(op, args):
     return x[tuple(coords)]
 
 
+def _scatter(op, args):
+    base, idx, updates = args
+    axis = op.attributes["axis"]
+    n = base.shape[axis]
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        raise error(f"scatter index {int(idx[bad][0])} is out of range 0..{n - 1}", op.loc)
+    out = base.copy()
+    out[(slice(None),) * axis + (idx.astype(np.int64),)] = updates
+    return out
+
+
 _RUN = {
     "tensor.constant": _constant,
     "tensor.iota": _iota,
@@ -187,4 +199,5 @@ _RUN = {
     "tensor.reduce": _reduce,
     "tensor.index_map": _index_map,
     "tensor.gather": _gather,
+    "tensor.scatter": _scatter,
 }

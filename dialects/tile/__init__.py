@@ -255,6 +255,8 @@ class LoopOp(indexing.LoopBase):
         extents = self.extents
         if any(not _is_int(e) or e < 0 for e in extents):
             raise self.error(f"has a negative or non-integer extent in {list(extents)}")
+        if 0 in extents:  # the schedule divides loops among threads: a loop that never runs has no place in it
+            raise self.error(f"never runs (an extent of 0 in {list(extents)}); loop-dce removes such loops first")
         args = self.body.args
         if len(args) != len(extents) or any(a.type != index for a in args):
             raise self.error(f"needs {len(extents)} block argument(s) of type index (the loop indices)")
@@ -492,13 +494,21 @@ class YieldOp(Operation):
         p.write("tile.yield ", p.values(self.operands))
 
 
+# How a combine over a block axis is materialized: `atomics` (each block adds its share of the stored values into
+# the output), `partials` (each block stores its partial carrier, a second kernel folds them). Without `via`,
+# atomics where they can, else partials.
+COMBINE_VIAS = ("atomics", "partials")
+
+
 class CombineOp(Operation):
     """The cross-thread combine of reduction carriers: the threads that differ only along the `over` axes fold
-    their carriers with each carrier's monoid, and every one of them gets the result. All of them must reach it."""
+    their carriers with each carrier's monoid, and every one of them gets the result. All of them must reach it.
+    Over a block axis (a reduction split across blocks), `via` says how it is materialized."""
 
     name = "tile.combine"
     operand_names = ("*values",)
     attribute_types = {"monoids": tuple, "widths": tuple, "over": tuple}
+    optional_attributes = {"via": str}
     num_regions = 0
     traits = frozenset({"pure"})
 
@@ -531,6 +541,9 @@ class CombineOp(Operation):
             raise self.error(f"combines over {', '.join(map(str, over))}; name distinct axes among {', '.join(AXES)}")
         if kernel_of(self) is None:
             raise self.error("must be inside a tile.kernel")
+        via = self.attributes.get("via")
+        if via is not None and (via not in COMBINE_VIAS or len(over) != 1 or over[0] not in BLOCK_AXES):
+            raise self.error(f"via {via!r}: a combine over one block axis goes via {' or '.join(COMBINE_VIAS)}")
         outer = bound_axes(self)
         for a in over:
             if a in outer:
@@ -542,7 +555,9 @@ class CombineOp(Operation):
     def print_custom(self, p):
         parts = [f"{m.name}({p.values(vals)})" for m, _, vals in self.carriers]
         p.write("tile.combine ", ", ".join(parts), " over ", ", ".join(self.over))
-        p.attr_dict(self.attributes, elide=("monoids", "widths", "over"))
+        if "via" in self.attributes:
+            p.write(f" via {self.attributes['via']}")
+        p.attr_dict(self.attributes, elide=("monoids", "widths", "over", "via"))
         p.write(" : ", p.types(r.type for r in self.results))
 
 
@@ -859,13 +874,18 @@ class TileSyntax:
     def tile_yield(self, c):
         return OpAST("tile.yield", operands=c[0], result_types=[])
 
+    def tile_via(self, c):
+        return c[0]
+
     def tile_combined(self, c):
         return (str(c[0]), list(c[1]))
 
     def tile_combine(self, c):
-        *parts, over, types = c
+        *parts, over, via, types = c
         values = [v for _, vs in parts for v in vs]
         a = {"monoids": tuple(m for m, _ in parts), "widths": tuple(len(vs) for _, vs in parts), "over": over}
+        if via is not None:
+            a["via"] = str(via)
         return OpAST("tile.combine", operands=values, attrs=a, result_types=types)
 
     def tile_stage(self, c):

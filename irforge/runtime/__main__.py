@@ -10,7 +10,6 @@ writes the CUBINs (and, for IR input, the emitted .cu sources). Errors are locat
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
 
 def _run(args, stdout) -> int:
-    from .nvrtc import compile_cuda
+    from .nvrtc import compile_cuda, parse_resource_usage
 
     path = Path(args.input)
     text = path.read_text(encoding="utf-8")
@@ -47,15 +46,13 @@ def _run(args, stdout) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     for name, source in units:
-        cubin = compile_cuda(source, name, arch=args.arch, options=["--ptxas-options=-v"], use_cache=False)
+        cubin = compile_cuda(source, name, arch=args.arch, options=["--ptxas-options=-v"])
         report = "; ".join(
-            m.group(1).strip()
-            for m in re.finditer(r"ptxas info\s*:\s*(Used .*)|ptxas\s+\.\s+(.*)", cubin.log)
-            if m.group(1)
+            f"Used {r.registers} registers, {r.smem} bytes smem; stack {r.stack_frame} B, "
+            f"spills {r.spill_stores}/{r.spill_loads} B"
+            for r in parse_resource_usage(cubin.log).values()
         )
-        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", cubin.log)
-        extra = f"; stack {spills.group(1)} B, spills {spills.group(2)}/{spills.group(3)} B" if spills else ""
-        stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}{extra}\n")
+        stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}\n")
         if out is not None:
             (out / f"{name}.cubin").write_bytes(cubin.image)
             if path.suffix != ".cu":

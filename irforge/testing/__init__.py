@@ -1,7 +1,10 @@
-"""Testing passes, in irforge and in plugins: numeric checks, lit setup, and (in `strategies`) random programs.
+"""Testing passes, in irforge and in plugins: numeric checks (shared by `irforge compile --check`,
+`--check-numerics` / `--bisect-numerics` and every pass's numeric test, at any level), lit setup, and (in
+`strategies`) random programs.
 
     check_pipeline(module, "tensor-fold-constants")          # interpreters agree before and after, or raise
     compare(actual, expected, dtype)                         # -> Comparison(max_abs, max_rel, tol, ok)
+    NumericsCheck(bisect=True)                               # a pass-manager hook: the first pass that changes it
     irforge.testing.lit_config(config)                       # in a lit.cfg.py: irforge's lit setup
 
 Errors are measured normwise: `max_rel = max|actual - expected| / max|expected|`, which stays meaningful for
@@ -17,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..diagnostics import error
+from ..diagnostics import IRForgeError, error
 from ..ir import Operation
+from ..pass_manager import Instrumentation
 from ..types import ScalarType
 
 # Normwise relative tolerance per output type: f32 as the task requires; half types a few units in the last place
@@ -100,6 +104,75 @@ def check_pipeline(module: Operation, pipeline: str, inputs=None, params=None, *
             if not c.ok:
                 raise AssertionError(f"'{pipeline}' changed output #{i} (seed {seed}): {c}")
     return after
+
+
+class NumericsCheck(Instrumentation):
+    """The reference interpreters around a pipeline (`irforge-opt --check-numerics` / `--bisect-numerics`,
+    `irforge compile --bisect-numerics`): the answer of the pipeline's input, or `expected` (PyTorch eager's), is
+    compared with the answer after the pipeline, or after every pass (`bisect`), where the first pass that changes
+    it is named at its place in the pipeline. Missing inputs and params are random (one draw per seed, the same on
+    both sides); an interpreter's own report (a race, an out-of-bounds access) says in which IR it was found.
+    Passes that leave the IR at a level with no interpreter (cuda) are not checked."""
+
+    def __init__(self, *, bisect: bool = False, inputs=None, params=None, expected=None, seeds=(0,), entry="forward"):
+        self.bisect, self.inputs, self.params, self.entry = bisect, inputs, params, entry
+        self.seeds = (0,) if expected is not None else tuple(seeds)
+        self.given = expected
+
+    def before_pipeline(self, module, pm):
+        self.where = {id(sp.pass_): sp.loc for sp in pm.schedule}
+        self.types = output_types(module, self.entry)
+        self.expected = {s: self.given or self._interpret(module, s, "the pipeline's input IR") for s in self.seeds}
+
+    def after_pass(self, p, module):
+        if self.bisect and _has_interpreter(module):
+            self._compare(module, f"the IR after pass '{p.name}'", self.where.get(id(p)), p.name)
+
+    def after_pipeline(self, module):
+        if self.bisect:
+            return
+        if not _has_interpreter(module):
+            raise error(
+                "--check-numerics needs a reference interpreter after the pipeline, and the cuda level has none"
+            )
+        self._compare(module, "the IR after the pipeline", None, None)
+
+    def _interpret(self, module, seed: int, what: str) -> list:
+        from ..interpreter import interpret
+
+        try:
+            return interpret(module, self.inputs, self.params, entry=self.entry, seed=seed)
+        except IRForgeError as e:
+            e.diagnostics[0].message += f" (in {what})"
+            raise
+
+    def _compare(self, module, what: str, pass_loc, pass_name: str | None) -> None:
+        from ..interpreter import entry_function
+
+        ret = entry_function(module, self.entry).body.ops[-1]
+        against = "PyTorch eager on the program's inputs" if self.given else "the pipeline's input"
+        for seed in self.seeds:
+            got = self._interpret(module, seed, what)
+            for i, c in enumerate(compare_outputs(got, self.expected[seed], self.types)):
+                if c.ok:
+                    continue
+                inputs = "" if self.given or self.inputs is not None else f", random inputs of seed {seed}"
+                detail = f"output #{i} ({self.types[i]}) against {against}{inputs}: {c}"
+                if pass_name is None:
+                    hint = "; --bisect-numerics names the first pass that changes it"
+                    raise error(f"the pipeline changes the answer: {detail}{hint}", ret.loc)
+                notes = [("the output", ret.loc)] if ret.loc.file_line_col() else []
+                raise error(f"pass '{pass_name}' changes the answer: {detail}", pass_loc, notes)
+
+
+def _has_interpreter(module: Operation) -> bool:
+    from ..interpreter import interpreter_for
+
+    try:
+        interpreter_for(module)
+    except IRForgeError:
+        return False
+    return True
 
 
 def lit_config(config, name: str = "irforge") -> None:

@@ -37,6 +37,7 @@ RING = 3
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
+MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 
 
@@ -148,19 +149,23 @@ class Heuristic:
         return chunk if chunk < k else 1
 
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Blocks sharing one reduction (a contraction's): enough that the kernel has BLOCKS_PER_SM blocks for
-        each multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips
-        to fill)."""
-        if contraction_of(reduce) is None and not _holds_contraction(reduce):
-            return 1
+        """Blocks sharing one reduction. A contraction's: enough that the kernel has BLOCKS_PER_SM blocks for each
+        multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips to
+        fill). A long row's (split-row): when the rows fill less than half the multiprocessors, enough blocks per
+        row to fill them twice, each share at least MIN_ROW_SHARE elements."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
-        want = BLOCKS_PER_SM * target().sm_count
         trips = reduce.extents[0]
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
+                return 1
+            want, least = 2 * target().sm_count, MIN_ROW_SHARE
+        else:
+            want, least = BLOCKS_PER_SM * target().sm_count, MIN_SHARE
         best = 1
         for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
             if blocks * best >= want:
                 break
-            if trips % s == 0 and trips // s >= MIN_SHARE:
+            if trips % s == 0 and trips // s >= least:
                 best = s
         return best
 

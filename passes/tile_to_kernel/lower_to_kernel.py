@@ -44,7 +44,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, memory
+from . import combines, memory, partials
 from .emit import FULL_UNROLL, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -70,6 +70,7 @@ class LowerToKernel(Pass):
 
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
+            partials.split_kernels(func)
             _materialize_function(func, op)
 
 
@@ -110,8 +111,8 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
             params = op.read_buffers() + op.stored_buffers()
             mat = Materializer(op, params)
             module.body.insert_before(func, mat.build())
-            for buf in mat.zeroed:
-                name = f"{op.sym_name}_zero_{value_hint(buf) or 'out'}"
+            for k, buf in enumerate(mat.zeroed):
+                name = f"{op.sym_name}_zero{k}"
                 module.body.insert_before(func, zero_kernel(name, buf.type, op.loc))
                 func.body.insert_before(op, K.LaunchOp([buf], (), {"callee": SymbolRef(name)}, loc=op.loc))
             new = K.LaunchOp(params, (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)

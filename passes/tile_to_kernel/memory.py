@@ -50,6 +50,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return None
     if not op.box:
         return "stages a rank-0 buffer; load it directly"
+    for lp in T.enclosing_loops(op):
+        if any(a in T.THREAD_AXES for a in lp.bind) and set(op.indices) & vectors.depends(lp, lp.ivs):
+            return (
+                f"stages a box that moves with the block's threads (its subscript uses the index of a loop "
+                f"distributed over {', '.join(lp.bind)}); the block's threads copy one box together"
+            )
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
@@ -182,11 +188,11 @@ def store(m, op: T.StoreOp) -> None:
     want = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
     if value.type != want:
         value = kb.splat(value, want)
-    cond = single_writer(m, op)
+    cond, axes = single_writer(m, op)
     if cond is None:
         _tile_access(m, op, a, value)
         return
-    with kb.if_(cond) as br, br.then():
+    with kb.if_(cond, single_writer=axes) as br, br.then():
         _tile_access(m, op, a, value)
 
 
@@ -203,24 +209,26 @@ def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
     if isinstance(lanes, TensorType) and a.shape != a.lanes:
         value = kb.reshape(value, TensorType(a.dtype, a.shape))
     strides = a.strides if isinstance(lanes, TensorType) else None
-    cond = single_writer(m, op, skip=m.atomic_axis)
+    cond, axes = single_writer(m, op, skip=m.atomic_axis)
     if cond is None:
         kb.atomic("add", value, a.mem, a.base, strides)
         return
-    with kb.if_(cond) as br, br.then():
+    with kb.if_(cond, single_writer=axes) as br, br.then():
         kb.atomic("add", value, a.mem, a.base, strides)
 
 
-def single_writer(m, op: Operation, skip: str | None = None) -> Value | None:
-    """The condition under which this thread performs a store at `op` (None: every thread that reaches it); `skip`:
-    an axis whose every unit stores (adding its share)."""
+def single_writer(m, op: Operation, skip: str | None = None) -> tuple[Value | None, tuple[str, ...]]:
+    """The condition under which this thread performs a store at `op` (None: every thread that reaches it), and the
+    axes it stores for (the simulator checks their threads agree); `skip`: an axis whose every unit stores (adding
+    its share)."""
     bound = T.bound_axes(op) | {skip}
-    cond = None
+    cond, axes = None, ()
     for a in T.AXES:
         if a not in bound and m.tk.axis_size(a) > 1:
             first = m.kb.scalar("eq", m.axis(a), m.kb.const(0, index))
             cond = first if cond is None else m.kb.scalar("and", cond, first)
-    return cond
+            axes += (a,)
+    return cond, axes
 
 
 # ---- stages --------------------------------------------------------------------------------------------------------

@@ -33,8 +33,7 @@ def _sdpa(op: AtenOp, b: TensorBuilder):
     """
     q, k, v = op.arg(0, "query"), op.arg(1, "key"), op.arg(2, "value")
     mask, dropout = op.arg(3, "attn_mask", None), op.arg(4, "dropout_p", 0.0)
-    causal, scale = op.arg(5, "is_causal", False), op.arg(6, "scale", None)
-    gqa = op.kwarg("enable_gqa", False)
+    causal, scale, gqa = op.arg(5, "is_causal", False), op.kwarg("scale"), op.kwarg("enable_gqa", False)
     if dropout:
         raise op.error(f"has dropout_p={dropout}; irforge compiles inference, where dropout is 0")
     t = rtype(op)

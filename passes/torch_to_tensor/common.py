@@ -9,7 +9,8 @@ A decomposition pass lists handlers, one per ATen op it lowers:
         handlers = {"aten.silu": lambda op, b: ...}   # returns the replacement value(s)
 
 The handler gets the torch op and a `TensorBuilder` that inserts before it, every new op located at
-`NameLoc("aten.silu", <the torch op's location>)`; the op's results are replaced by what it returns. A handler
+`NameLoc("aten.silu", <the torch op's location>)`; the op's results are replaced by what it returns. An op whose
+results hold no elements (a size-0 dimension) never reaches its handler: it becomes empty constants. A handler
 that cannot lower an op's arguments raises `op.error(...)` with the reason (one clear message for the user).
 """
 
@@ -50,6 +51,9 @@ class _Lower(RewritePattern):
 
     def match_and_rewrite(self, op: AtenOp, rw: Rewriter) -> bool:
         b = TensorBuilder(before=op, loc=NameLoc(op.aten_name, op.loc))
+        if all(0 in r.type.shape for r in op.results):  # nothing to compute: any constant holds no elements
+            rw.replace_op(op, [b.constant(0, r.type.dtype, r.type.shape) for r in op.results])
+            return True
         out = self.fn(op, b)
         values = [out] if isinstance(out, Value) else list(out)
         for v, r in zip(values, op.results):

@@ -49,6 +49,18 @@ class TestLoopUnrollHint(Pass):
         op.attributes["hint"] = self.factor
 
 
+class TestMiscompile(Pass):
+    """Change the answer on purpose: every float `value` attribute (constants of any level) grows by 1."""
+
+    name = "test-miscompile"
+
+    def run(self, op):
+        for inner in op.walk():
+            v = inner.attributes.get("value")
+            if isinstance(v, float):
+                inner.attributes["value"] = v + 1.0
+
+
 class TestLowerTensorToLoop(Pass):
     """Declare a tensor -> loop lowering and change nothing (exercises the pipeline's level check)."""
 
