@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import new_plugin
 from .driver import write_output
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
@@ -334,6 +335,12 @@ COMMANDS = {
             "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
             _generate_arguments,
             _generate_run,
+        ),
+        Command(
+            "new-plugin",
+            "write a plugin with one pass, its lit test and its numeric test (they pass as written)",
+            new_plugin.add_arguments,
+            new_plugin.run,
         ),
     ]
 }
