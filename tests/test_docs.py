@@ -57,4 +57,3 @@ def test_the_op_reference_says_what_each_op_is():
         if name != "test":
             page = pages[f"ops/{name}.md"]
             assert all(f"## `{op.name}`" in page for op in d.ops), name
-
