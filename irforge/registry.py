@@ -102,6 +102,10 @@ class Registry:
             self._passes = dict(sorted(found.items()))
         return self._passes
 
+    def add_pass(self, cls) -> None:
+        """Register a pass class defined in Python (a notebook, a test): it then runs by name like any other."""
+        self._add(self.passes(), "pass", cls, f"{cls.__module__}.{cls.__qualname__}", key=cls.name)
+
     # ---- named pipelines ----------------------------------------------------------------------------------------
     def pipelines(self) -> dict[str, NamedPipeline]:
         if self._pipelines is None:

@@ -33,13 +33,14 @@ def scaffolded(tmp_path_factory):
     )
     assert out.returncode == 0, out.stderr
     src = root / "irforge-fold-negations"
+    written = sorted(str(p.relative_to(src)) for p in src.rglob("*") if p.is_file())
     pip_install(src, root / "site")
-    return src, root / "site"
+    return src, root / "site", written
 
 
 def test_the_scaffold_passes_its_own_tests(scaffolded):
-    src, site = scaffolded
-    assert sorted(str(p.relative_to(src)) for p in src.rglob("*") if p.is_file() and "Output" not in p.parts) == [
+    src, site, written = scaffolded
+    assert written == [
         "irforge_fold_negations.py",
         "pyproject.toml",
         "tests/lit/fold-negations.ir",
@@ -59,7 +60,7 @@ def test_the_scaffold_passes_its_own_tests(scaffolded):
 
 
 def test_the_scaffolded_pass_runs_in_irforge_compile(scaffolded):
-    _, site = scaffolded
+    _, site, _ = scaffolded
     snippet = "x = torch.randn(4, 8); torch.exp(-(-x))"
     argv = [os.path.join(BIN, "irforge"), "compile", "-c", snippet, "--after", "torch-to-tensor=fold-negations", "-v"]
     proc = subprocess.run(argv, env=env_with(site), capture_output=True, text=True, timeout=300)
