@@ -141,10 +141,12 @@ def _hooks(args, err, timer) -> list:
 
 
 def _is_model(args) -> bool:
+    f = args.file
+    if f is None or f.endswith((".py", ".ir", ".mlir")):
+        return False  # decided without importing irforge.models (and transformers)
     from irforge.models.configs import BUILTIN
 
-    f = args.file
-    return f is not None and (f in BUILTIN or os.path.isdir(f) or f.endswith(".json"))
+    return f in BUILTIN or os.path.isdir(f) or f.endswith(".json")
 
 
 def _compile_model_run(args, out, err) -> int:
