@@ -13,7 +13,6 @@ import loopgen
 import numpy as np
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp
 from irforge.diagnostics import IRForgeError
@@ -21,6 +20,7 @@ from irforge.pass_manager import run_pipeline
 from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
+from irforge.testing import strategies
 
 # The passes that schedule a contraction, in the pipeline's order, with option values under which they act on the
 # small contractions of the tests (tiles dividing outputs of 8 x 8 upwards; the defaults tile only larger ones).
@@ -64,8 +64,8 @@ SCHEDULE_OPTIONS = {
 def loop_programs(draw):
     module = draw(
         st.one_of(
-            loopgen.programs(),
-            tensor_programs(max_ops=5),
+            strategies.loop_programs(),
+            strategies.tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
             loopgen.contraction_programs(),

@@ -48,7 +48,7 @@ from irforge.types import ScalarType, TensorType, index
 
 from ..launch import dims_text, launch_dims
 from ..loop import indexing
-from ..loop.indexing import enclosing_loops, kernel_of, loop_extents
+from ..loop.indexing import enclosing_loops, kernel_of
 from .layout import Layout
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -575,22 +575,12 @@ def _is_function_buffer(v: Value) -> bool:
     return owner.parent is not None and isinstance(owner.parent.parent, FuncOp)
 
 
-class _Indexed(indexing.SubscriptOp):
-    """Shared by loads, stores and stages: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
-
-    def kernel(self):
-        return kernel_of(self)
-
-    def extents(self) -> dict:
-        return loop_extents(self)
-
-
 # How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
 STAGE_ATTRIBUTES = {"ring": int, "copy": str, "prefetch": int, "pad": int, "swizzle": tuple}
 STAGE_COPIES = ("async", "tma")
 
 
-class StageOp(_Indexed):
+class StageOp(indexing.SubscriptOp):
     """Copy a box of a buffer (its shape is the result type's; its first element is at the subscript) into the
     block's shared memory: every thread of the block reaches it together (in a loop, on every trip); loads then
     read the copy.
@@ -706,7 +696,7 @@ class StageOp(_Indexed):
         p.write(" : ", p.type(self.result.type))
 
 
-class LoadOp(indexing.LoadValueOp, _Indexed):
+class LoadOp(indexing.LoadValueOp):
     """Read one element of a buffer or of a staged box."""
 
     name = "tile.load"
@@ -717,7 +707,7 @@ class LoadOp(indexing.LoadValueOp, _Indexed):
         super().verify_()
 
 
-class StoreOp(indexing.StoreValueOp, _Indexed):
+class StoreOp(indexing.StoreValueOp):
     """Write one element of a buffer (never inside a reduction); once per point (see the module docstring)."""
 
     name = "tile.store"
