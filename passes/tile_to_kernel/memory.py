@@ -67,44 +67,34 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
 
 # ---- loads and stores --------------------------------------------------------------------------------------------
 @dataclass
-class Access:
-    mem: Value
-    base: list  # kernel-level index expressions of lane 0
+class Pattern:
+    """What one access of a tile-level load or store moves, known at the tile level: the tile it reaches over the
+    lane dimensions around it, and how it moves as vectors."""
+
     shape: tuple  # the access's tile shape (split lane dimensions as two)
-    strides: tuple
+    strides: tuple  # element strides of the tile's dimensions in the memory
     lanes: tuple  # the tile shape over the lane context (what the value is)
-    dtype: object
     offset: ix.IndexExpr  # lane 0's element offset in the memory, over tile values (for alignment proofs)
+    width: int | None  # elements per vector along the run dimension (None: the whole run)
 
 
-def _access(m, op) -> Access:
-    src = op.operands[0]
+def pattern(op, lanes, row_strides, dtype, unit: int | None = None) -> Pattern:
+    """The access `op` makes in a memory whose dimensions have `row_strides` (a global buffer's, or a staged box's
+    with padded rows), in the lane context `lanes` (`vectors.loop_lanes(op)`). In a swizzled memory a vector never
+    leaves a swizzle unit of `unit` elements."""
     exprs = [vectors.expand(e) for e in op.index_exprs()]
-    if src in m.ptr:
-        flat: ix.IndexExpr = ix.Const(0)
-        for e, n in zip(exprs, src.type.shape):
-            flat = flat * n + e
-        coeffs = [vectors.coefficient(flat, ld.iv) for ld in m.lanes]
-        mem, base, dtype = m.ptr[src], [m.kexpr(flat)], src.type.dtype
-    else:
-        st = m.staged[src]
-        t = st.smem.type
-        rows = t.strides[1:] if st.ring > 1 else t.strides
-        coeffs = [sum(vectors.coefficient(e, ld.iv) * s for e, s in zip(exprs, rows)) for ld in m.lanes]
-        mem, base, dtype = st.smem, [m.kexpr(e) for e in exprs], t.dtype
-        flat = ix.Const(0)
-        for e, s in zip(exprs, rows):
-            flat = flat + e * s
-        if st.ring > 1:
-            base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
-    shape, strides, lanes = [], [], []
-    for ld, c in zip(m.lanes, coeffs):
+    offset: ix.IndexExpr = ix.Const(0)
+    for e, s in zip(exprs, row_strides):
+        offset = offset + e * s
+    shape, strides, lane_shape = [], [], []
+    for ld in lanes:
+        c = sum(vectors.coefficient(e, ld.iv) * s for e, s in zip(exprs, row_strides))
         if c == 0:
             shape.append(1)
             strides.append(0)
-            lanes.append(1)
+            lane_shape.append(1)
             continue
-        lanes.append(ld.size)
+        lane_shape.append(ld.size)
         groups = ld.loop.layout.split[ld.dim]
         if groups > 1:
             run = ld.size // groups
@@ -113,47 +103,83 @@ def _access(m, op) -> Access:
         else:
             shape.append(ld.size)
             strides.append(c)
-    return Access(mem, base, tuple(shape), tuple(strides), tuple(lanes), dtype, flat)
+    p = Pattern(tuple(shape), tuple(strides), tuple(lane_shape), offset, None)
+    p.width = _vector_width(p, dtype, lanes, unit)
+    return p
 
 
-def _vector_width(m, a: Access) -> int | None:
+def _vector_width(p: Pattern, dtype, lanes, unit: int | None) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
-    group's length."""
-    known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in m.lanes}
-    d = K.run_dim(a.shape, a.strides)
+    group's length. In a swizzled memory a vector stays inside one swizzle unit: at most `unit` elements, starting
+    at a multiple of its length."""
+    known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in lanes}
+    d = K.run_dim(p.shape, p.strides)
     if d is None:
         return None
-    nbytes = element_bytes(a.dtype)
-    run = a.shape[d]
+    nbytes = element_bytes(dtype)
+    run = p.shape[d]
     w = run
     while w > 1:
         size = w * nbytes
         legal = (size <= 16 and size & (size - 1) == 0) or size % 16 == 0
         align = min(size, 16) // nbytes
-        aligned = multiple_of(a.offset, align, known) and all(s % align == 0 for k, s in enumerate(a.strides) if k != d)
+        if unit is not None:
+            legal = legal and w <= unit
+            align = w
+        aligned = multiple_of(p.offset, align, known) and all(
+            s % align == 0 for k, s in enumerate(p.strides) if k != d
+        )
         if legal and aligned and run % w == 0:
             break
         w //= 2
     return None if w == run else w
 
 
+@dataclass
+class Access:
+    mem: Value
+    base: list  # kernel-level index expressions of lane 0
+    pattern: Pattern
+    dtype: object
+
+
+def swizzle_unit(t: SmemType) -> int | None:
+    """Elements a swizzle of `t` keeps together (2^M), None when it has none."""
+    return 1 << t.swizzle[1] if t.swizzle else None
+
+
+def _access(m, op) -> Access:
+    src = op.operands[0]
+    if src in m.ptr:
+        p = pattern(op, m.lanes, K.default_strides(src.type.shape), src.type.dtype)
+        return Access(m.ptr[src], [m.kexpr(vectors.flat_offset(op))], p, src.type.dtype)
+    st = m.staged[src]
+    t = st.smem.type
+    rows = t.strides[1:] if st.ring > 1 else t.strides
+    p = pattern(op, m.lanes, rows, t.dtype, swizzle_unit(t))
+    base = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
+    if st.ring > 1:
+        base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
+    return Access(st.smem, base, p, t.dtype)
+
+
 def _tile_access(m, op, a: Access, value: Value | None = None):
     """Load (value None) or store one tile access."""
     kb = m.kb
-    if not any(n > 1 for n in a.shape):
+    p = a.pattern
+    if not any(n > 1 for n in p.shape):
         if value is None:
             return kb.load(a.mem, a.base, a.dtype, _hint(op))
         return kb.store(value, a.mem, a.base)
-    t = TensorType(a.dtype, a.shape)
-    attrs = {"strides": a.strides} if a.strides != K.default_strides(a.shape) else {}
-    width = _vector_width(m, a)
-    if width is not None:
-        attrs["vector"] = width
+    t = TensorType(a.dtype, p.shape)
+    attrs = {"strides": p.strides} if p.strides != K.default_strides(p.shape) else {}
+    if p.width is not None:
+        attrs["vector"] = p.width
     if value is None:
         r = kb.load(a.mem, a.base, t, _hint(op))
         r.owner.attributes.update(attrs)
-        return r if a.shape == a.lanes else kb.reshape(r, TensorType(a.dtype, a.lanes))
+        return r if p.shape == p.lanes else kb.reshape(r, TensorType(a.dtype, p.lanes))
     if value.type != t:
         value = kb.reshape(value, t)
     st = kb.store(value, a.mem, a.base)
@@ -173,7 +199,7 @@ def store(m, op: T.StoreOp) -> None:
     kb = m.kb
     a = _access(m, op)
     value = m.get(op.value)
-    want = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
+    want = TensorType(a.dtype, a.pattern.lanes) if any(n > 1 for n in a.pattern.lanes) else a.dtype
     if value.type != want:
         value = kb.splat(value, want)
     cond = single_writer(m, op)
