@@ -3,7 +3,8 @@
 | flag                                     | instrumentation |
 |------------------------------------------|-----------------|
 | verify after each pass (default on)      | `VerifyEach`    |
-| irforge compile -v                       | `PrintPassNames` |
+| irforge compile -v                       | `PrintPassNames` (and the passes' remarks) |
+| irforge-opt --remarks                    | `PrintRemarks`  |
 | --print-ir-before/after[-all,-change,-failure] | `PrintIR` |
 | --print-ir-diff                          | `PrintIRDiff`   |
 | --print-ir-tree-dir=DIR                  | `IRTreeDir`     |
@@ -40,10 +41,12 @@ class VerifyEach(Instrumentation):
 
 
 class PrintPassNames(Instrumentation):
-    """One line per pass: its pipeline text (name and options) as it starts, then how long it took."""
+    """One line per pass: its pipeline text (name and options) as it starts, then how long it took, then the
+    remarks it made."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
+        self._remarks: list = []
 
     def before_pass(self, p, module):
         self.stream.write(f"pass {p.text()}")
@@ -52,9 +55,29 @@ class PrintPassNames(Instrumentation):
 
     def after_pass(self, p, module):
         self.stream.write(f"  ({(time.perf_counter() - self._t0) * 1e3:.1f} ms)\n")
+        self._flush_remarks()
 
     def after_failed_pass(self, p, module, err):
         self.stream.write("  FAILED\n")
+        self._flush_remarks()
+
+    def remark(self, p, remark):
+        self._remarks.append(remark)
+
+    def _flush_remarks(self):
+        for r in self._remarks:
+            self.stream.write("  " + r.render(with_source=False) + "\n")
+        self._remarks.clear()
+
+
+class PrintRemarks(Instrumentation):
+    """Every remark a pass makes, as it makes it: `file:line:col: remark: pass-name: why`, with the source line."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+
+    def remark(self, p, remark):
+        self.stream.write(remark.render() + "\n")
 
 
 class _Printing(Instrumentation):

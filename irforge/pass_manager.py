@@ -13,6 +13,7 @@ A pass is a class in its own file under `passes/`:
         threads: int = option(256, domain=Pow2(32, 1024), help="threads per block")
 
         def run(self, op): ...                               # edit `op` in place; raise op.error(...) to fail
+                                                             # self.remark(op, "why") explains a decision (-v)
 
 Options are typed fields with defaults and, where tunable, a declared domain. A kernel may override them with its
 `tune = {tile-blockify = {threads = 128}}` attribute; the pass manager applies those before `run`.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .attributes import DictAttr
-from .diagnostics import IRForgeError
+from .diagnostics import Diagnostic, IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
 from .location import Location
@@ -234,6 +235,12 @@ class Pass:
         """Why this pass, with these options, cannot apply to `op` (None when it can). The tuner prunes with it."""
         return None
 
+    def remark(self, op: Operation, message: str) -> None:
+        """Say why the pass decided what it did at `op` (or why it declined): a located remark, which the running
+        pass manager hands to its instrumentations (`irforge compile -v`, `irforge-opt --remarks` show them)."""
+        for ins in _RUNNING[-1] if _RUNNING else ():
+            ins.remark(self, Diagnostic("remark", f"{self.name}: {message}", op.loc))
+
     def text(self) -> str:
         """The pass as pipeline text, every option spelled out."""
         if not self.options:
@@ -254,6 +261,11 @@ class Instrumentation:
     def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError) -> None: ...
 
     def after_pipeline(self, module: Operation) -> None: ...
+
+    def remark(self, p: Pass, remark: Diagnostic) -> None: ...
+
+
+_RUNNING: list[list[Instrumentation]] = []  # the instrumentations of the pass managers running now, innermost last
 
 
 class PassFailure(IRForgeError):
@@ -305,6 +317,13 @@ class PassManager:
         self.pipeline_text = pipeline_text
 
     def run(self, module: Operation) -> None:
+        _RUNNING.append(self.instrumentations)
+        try:
+            self._run(module)
+        finally:
+            _RUNNING.pop()
+
+    def _run(self, module: Operation) -> None:
         for ins in self.instrumentations:
             ins.before_pipeline(module, self)
         for sp in self.schedule:

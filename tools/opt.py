@@ -50,6 +50,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     g.add_argument("--print-ir-diff", action="store_true", help="print a unified diff per pass that changed the IR")
     g.add_argument("--print-ir-tree-dir", default=None, metavar="DIR", help="write the IR after every pass to DIR")
     g.add_argument("--timing", action="store_true", help="report time per pass and per phase")
+    g.add_argument("--remarks", action="store_true", help="print the remarks passes make (why they decided)")
     g.add_argument("--crash-reproducer", default=None, metavar="FILE", help="on a pass failure, write a reproducer")
     g.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the input's reproducer header")
     return ap
@@ -177,6 +178,8 @@ def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
             hooks.append(ins.IRTreeDir(d, generic=args.generic, debuginfo=args.print_debuginfo))
         if args.timing:
             hooks.append(ins.Timing(timer))
+        if args.remarks:
+            hooks.append(ins.PrintRemarks(stream=stderr))
         if args.crash_reproducer:
             hooks.append(ins.Reproducer(args.crash_reproducer, stream=stderr))
         pm.instrumentations = hooks

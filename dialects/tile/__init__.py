@@ -623,16 +623,21 @@ class StageOp(_Indexed):
     def prefetch(self) -> int:
         return self.attributes.get("prefetch", 0)
 
-    def copy_width(self) -> int:
-        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
-        allow it, else fewer."""
+    def copy_width(self, pad: int | None = None, swizzle: tuple | None = None) -> int:
+        """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
+        copy (padded by `pad`) and the box's start allow it, else fewer; no more than a unit of `swizzle` (the
+        stage's own pad and swizzle by default)."""
         from .vectors import expand
 
+        pad = self.attributes.get("pad", 0) if pad is None else pad
+        swizzle = self.attributes.get("swizzle", ()) if swizzle is None else swizzle
         nbytes = self.result.type.dtype.bytes
         v = max(1, 16 // nbytes)
+        if swizzle:
+            v = min(v, 1 << swizzle[1])
         last = expand(self.index_exprs()[-1])
         box, shape = self.box, self.source.type.shape
-        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+        while v > 1 and (box[-1] % v or (box[-1] + pad) % v or shape[-1] % v or not indexing.multiple_of(last, v)):
             v //= 2
         return v
 

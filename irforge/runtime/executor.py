@@ -185,7 +185,7 @@ class Executor:
 
         tm = self._tensormaps.get((t, address))
         if tm is None:
-            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, element_bytes(t.dtype))
+            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, element_bytes(t.dtype), t.swizzle)
             self._tensormaps[(t, address)] = tm
         return tm
 

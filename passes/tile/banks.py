@@ -1,0 +1,233 @@
+"""A model of shared-memory bank conflicts: the wavefronts a staged box's accesses take, as `lower-to-kernel`
+issues them. `tile-pad-smem` and `tile-swizzle-smem` choose a stage's layout with it.
+
+The hardware rules it counts by (NVIDIA GPUs since Volta, Hopper included):
+
+1. Shared memory is `target().smem_banks` (32) banks of `bank_bytes` (4) bytes: byte address `a` sits in bank
+   `(a // 4) % 32`, in word `a // 4`.
+2. One instruction of a warp moves `S` bytes per thread (1, 2, 4, 8 or 16, aligned to `S`). It is served in
+   phases of at most 128 bytes: all 32 threads at once for `S <= 4`, half warps (16 threads) for 8 bytes, quarter
+   warps (8 threads) for 16 bytes.
+3. A phase takes as many wavefronts as the most distinct words any one bank must deliver in it: threads that touch
+   the same word share it (a broadcast), two words of one bank take two wavefronts. Inactive threads ask nothing.
+4. An instruction takes the sum of its phases' wavefronts; conflict-free, one per phase that moves at most 128
+   distinct bytes (`ideal`). A conflict-free 16-byte load of a warp is 4 wavefronts, a 4-byte one 1.
+
+Not modelled: the merging of quarter warps some GPUs do when pairs of threads read identical 16-byte addresses
+(the count is then an upper bound), and anything but shared memory (the pipe's other users, latencies).
+
+What is counted for a stage, per fill (one trip of the loop it sits in; every warp of the block):
+
+- its reads: every `tile.load` of the copy, as the lowering issues it (`memory.pattern`: the register tile the
+  load reaches over the lanes around it, its run dimension and vector width): one instruction per vector piece of
+  16 bytes at most, each thread's address from the thread layout of the loops around it (the hardware axes of the
+  thread, its unit, the loop's `Layout`: split lane groups and raster order included), times the trips each
+  thread makes of the loops between the stage and the load;
+- its writes: the block's threads copying the box in (`copy_width()` elements per thread and piece, threads in
+  order along the box's rows), none for a copy made by the tensor memory accelerator.
+
+Loops whose index is the same in every thread (the chunk of K a trip reads, the ring slot) are sampled at a few
+of their values, evenly spread; every warp of the block is counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from irforge.dialects import tile as T
+from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel.types import SmemType
+from irforge.dialects.loop.indexing import used_values
+from irforge.dialects.tile.vectors import loop_lanes
+from irforge.passes.tile_to_kernel import memory
+
+from irforge.target import target
+from irforge.types import TensorType
+
+SAMPLES = 4  # values a uniform loop index is sampled at
+MAX_SAMPLES = 64  # combinations of uniform values evaluated per access
+
+
+def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, conflict-free wavefronts) of warp instructions: row `i` of `addrs` holds the byte address
+    each of a warp's threads accesses `nbytes` at (rules 2-4 of the module docstring); `active` masks threads."""
+    t = target()
+    warp, banks, word = t.warp_size, t.smem_banks, t.bank_bytes
+    a = np.atleast_2d(np.asarray(addrs, dtype=np.int64))
+    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool), a.shape)
+    if a.shape[1] < warp:  # a partial warp: the missing threads ask nothing
+        pad = ((0, 0), (0, warp - a.shape[1]))
+        a, act = np.pad(a, pad), np.pad(act, pad)
+    n = a.shape[0]
+    per_phase = warp if nbytes <= word else warp * word // nbytes
+    phases = warp // per_phase
+    k = max(1, nbytes // word)
+    words = a[..., None] // word + np.arange(k)
+    words = np.where(act[..., None], words, -1).reshape(n * phases, per_phase * k)
+    words = np.sort(words, axis=1)
+    distinct = words >= 0
+    distinct[:, 1:] &= words[:, 1:] != words[:, :-1]
+    bins = np.where(distinct, words % banks, banks) + (banks + 1) * np.arange(n * phases)[:, None]
+    counts = np.bincount(bins.ravel(), minlength=(banks + 1) * n * phases).reshape(n * phases, banks + 1)
+    wf = counts[:, :banks].max(axis=1).reshape(n, phases).sum(axis=1)
+    ideal = (-(-distinct.sum(axis=1) // banks)).reshape(n, phases).sum(axis=1)
+    return wf, ideal
+
+
+@dataclass
+class Cost:
+    """A stage's shared-memory traffic per fill under one layout."""
+
+    wavefronts: float
+    ideal: float  # the same instructions without conflicts
+    requests: float  # warp instructions
+    widths: tuple  # bytes per thread of each access's instructions (the reads', then the copy's)
+
+    @property
+    def per_request(self) -> float:
+        return self.wavefronts / self.requests if self.requests else 0.0
+
+    def __str__(self) -> str:
+        if not self.requests:
+            return "no shared-memory accesses"
+        return (
+            f"{self.per_request:.2f} wavefronts per request ({self.ideal / self.requests:.2f} without conflicts), "
+            f"{self.wavefronts:g} per fill"
+        )
+
+
+def smem_type(stage: T.StageOp, pad: int, swizzle: tuple) -> SmemType:
+    """The stage's shared copy under a layout: one slot (the ring's slots follow each other)."""
+    box = stage.box
+    return SmemType(stage.result.type.dtype, (*box[:-1], box[-1] + pad), tuple(swizzle))
+
+
+def stage_cost(stage: T.StageOp, pad: int | None = None, swizzle: tuple | None = None) -> Cost:
+    """The wavefronts of `stage`'s reads and writes per fill with its rows padded by `pad` elements and its offsets
+    swizzled by `swizzle` (the stage's own by default)."""
+    pad = stage.attributes.get("pad", 0) if pad is None else pad
+    swizzle = tuple(stage.attributes.get("swizzle", ())) if swizzle is None else tuple(swizzle)
+    t = smem_type(stage, pad, swizzle)
+    kernel = T.kernel_of(stage)
+    parts = [_reads(kernel, stage, ld, t) for ld in _loads(stage)]
+    if stage.copy != "tma":
+        parts.append(_writes(kernel, stage, t, stage.copy_width(pad, swizzle)))
+    return Cost(
+        sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts), tuple(p[3] for p in parts)
+    )
+
+
+def _loads(stage: T.StageOp) -> list[T.LoadOp]:
+    return [u for u, _ in stage.result.uses if isinstance(u, T.LoadOp)]
+
+
+def _swizzled(offsets: np.ndarray, sw: tuple) -> np.ndarray:
+    if not sw:
+        return offsets
+    b, m, s = sw
+    return offsets ^ (((offsets >> (m + s)) & ((1 << b) - 1)) << m)
+
+
+def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
+    dtype, nbytes = t.dtype, t.dtype.bytes
+    lanes = loop_lanes(load)
+    p = memory.pattern(load, lanes, t.strides, dtype, memory.swizzle_unit(t))
+    if any(n > 1 for n in p.shape):
+        run, runs = K.access_runs(TensorType(dtype, p.shape), p.strides, p.width)
+    else:
+        run, runs = 1, [(0, [0])]
+    chunk = min(16, run * nbytes)
+    pieces = [(off, c * chunk) for off, _ in runs for c in range(run * nbytes // chunk)]
+    threads, active, samples, trips = _thread_layout(kernel, stage, load)
+    combos = list(itertools.product(samples, range(stage.ring)))
+    combos = combos[:: -(-len(combos) // MAX_SAMPLES)]
+    total = ideal = 0.0
+    for values, slot in combos:
+        env = {**threads, **values}
+        base = p.offset.evaluate({v: env.get(v, 0) for v in used_values(p.offset)})
+        base = np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel
+        addrs = [_swizzled(base + off, t.swizzle) * nbytes + extra for off, extra in pieces]
+        wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(np.broadcast_to(active, (len(addrs), *active.shape))))
+        total, ideal = total + wf.sum(), ideal + best.sum()
+    requests = len(pieces) * _warp_count(kernel) * trips
+    return total / len(combos) * trips, ideal / len(combos) * trips, requests, chunk
+
+
+def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
+    """The block's threads copying the box in, as `memory.copy` does: thread `i` takes elements `i * vec + j *
+    threads * vec`, `vec` at a time."""
+    nthreads, box = kernel.threads, stage.box
+    numel = math.prod(box)
+    trips = -(-numel // (nthreads * vec))
+    e = np.arange(trips)[:, None] * nthreads * vec + np.arange(nthreads)[None, :] * vec
+    active = e < numel
+    local = np.zeros_like(e)
+    for d, n in enumerate(box):
+        local = local + (e // math.prod(box[d + 1 :])) % n * t.strides[d]
+    total = ideal = 0.0
+    for slot in range(stage.ring):
+        addrs = _swizzled(local + slot * t.numel, t.swizzle) * t.dtype.bytes
+        wf, best = wavefronts(_warps(addrs), vec * t.dtype.bytes, _warps(active))
+        total, ideal = total + wf.sum(), ideal + best.sum()
+    return total / stage.ring, ideal / stage.ring, trips * _warp_count(kernel), vec * t.dtype.bytes
+
+
+def _warp_count(kernel: T.KernelOp) -> int:
+    return -(-kernel.threads // target().warp_size)
+
+
+def _warps(a: np.ndarray) -> np.ndarray:
+    """(..., threads) -> (instructions, 32): each warp of the block, its missing threads inactive (zeros)."""
+    warp = target().warp_size
+    n = a.shape[-1]
+    full = -(-n // warp) * warp
+    a = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, full - n)])
+    return a.reshape(-1, warp)
+
+
+def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):
+    """({index: per-thread values}, active threads, [{index: value} samples of the uniform indices], trips): the
+    loop indices of lane 0 of each thread's first work item in the loops around `load` distributed over threads;
+    samples of the others (over the work items of the loops between the stage and the load, the first of the
+    rest); and how many times each thread reaches the load per fill."""
+    owner = stage.parent_op
+    n = kernel.threads
+    lin = np.arange(n)
+    bx, by, _ = kernel.attributes["block"]
+    hw = {"threadIdx.x": lin % bx, "threadIdx.y": (lin // bx) % by, "threadIdx.z": lin // (bx * by)}
+    threads: dict = {}
+    active = np.ones(n, bool)
+    choices: list[list[dict]] = []
+    trips = 1
+    for lp in T.enclosing_loops(load):
+        inside = lp is not owner and owner.is_ancestor_of(lp)
+        layout = lp.layout
+        if any(a in T.THREAD_AXES for a in lp.bind):
+            u = np.zeros(n, np.int64)
+            for a in lp.bind:
+                u = u * kernel.axis_size(a) + (hw[a] if a in hw else 0)
+            active &= u < lp.work_items
+            coords = layout.work_coords(np.minimum(u, lp.work_items - 1))
+            for d, iv in enumerate(lp.ivs):
+                threads[iv] = layout.index(d, coords[d], 0)
+            if inside:
+                trips *= -(-lp.work_items // lp.units(kernel))
+            continue
+        items = [0]
+        if inside:
+            w = lp.work_items
+            items = sorted({w * i // SAMPLES for i in range(min(SAMPLES, w))})
+            trips *= -(-w // lp.units(kernel)) if lp.bind else w
+        options = []
+        for w in items:
+            coords = layout.work_coords(w)
+            options.append({iv: layout.index(d, coords[d], 0) for d, iv in enumerate(lp.ivs)})
+        choices.append(options)
+    samples = [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*choices)]
+    if len(samples) > MAX_SAMPLES:
+        samples = samples[:: -(-len(samples) // MAX_SAMPLES)]
+    return threads, active, samples, trips
