@@ -657,8 +657,8 @@ class StageOp(_Indexed):
         why = self.why_not_ring()
         if why:
             return why
-        if self.copy != "async":
-            return "is prefetched, which needs an asynchronous copy (async)"
+        if self.copy not in STAGE_COPIES:
+            return "is prefetched, which needs an asynchronous copy (async or tma)"
         loop = self.parent_op
         inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
         if any(v in inside for v in self.indices):

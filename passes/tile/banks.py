@@ -40,7 +40,7 @@ import numpy as np
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
-from irforge.dialects.kernel.types import SmemType
+from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizzle
 from irforge.dialects.loop.indexing import used_values
 from irforge.dialects.tile.vectors import loop_lanes
 from irforge.passes.tile_to_kernel import memory
@@ -231,3 +231,99 @@ def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):
     if len(samples) > MAX_SAMPLES:
         samples = samples[:: -(-len(samples) // MAX_SAMPLES)]
     return threads, active, samples, trips
+
+
+# ---- choosing a stage's layout ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """A layout considered for a stage, and what the model says of it: its cost, or why it is out."""
+
+    pad: int
+    swizzle: tuple
+    cost: Cost | None
+    why_not: str | None
+
+    def name(self) -> str:
+        parts = ([f"pad {self.pad}"] if self.pad else []) + (
+            [f"swizzle({', '.join(map(str, self.swizzle))})"] if self.swizzle else []
+        )
+        return " ".join(parts) or "dense"
+
+    def summary(self) -> str:
+        if self.why_not:
+            return f"{self.name()}: {self.why_not}"
+        return f"{self.name()}: {self.cost.per_request:.2f}/request, {self.cost.wavefronts:g}"
+
+
+def tma_layout(stage: T.StageOp) -> tuple | None:
+    """The swizzle the copy engine can write the stage's box with (its rows of 32, 64 or 128 bytes), None when its
+    rows have another length."""
+    row = stage.box[-1] * stage.result.type.dtype.bytes
+    return tma_swizzle(row, stage.result.type.dtype) if row in TMA_SWIZZLE_SPANS else None
+
+
+def smem_bytes(kernel: T.KernelOp, stage: T.StageOp | None = None, pad: int = 0, swizzle: tuple = ()) -> int:
+    """Shared memory the kernel's stages take (every slot of their rings), with `stage` in the given layout."""
+    total = 0
+    for st in kernel.walk():
+        if isinstance(st, T.StageOp):
+            layout = (pad, swizzle) if st is stage else (st.attributes.get("pad", 0), st.attributes.get("swizzle", ()))
+            total += smem_type(st, *layout).nbytes * st.ring
+    return total
+
+
+def why_not_layout(stage: T.StageOp, pad: int, swizzle: tuple) -> str | None:
+    """Why `stage` cannot be laid out with rows padded by `pad` and offsets swizzled by `swizzle` (None when it
+    can). Vectors the layout would narrow are `narrows`'s business."""
+    if stage.copy == "tma":
+        if pad:
+            return "is copied by the tensor memory accelerator, which writes the box's rows unpadded"
+        if swizzle and tuple(swizzle) != tma_layout(stage):
+            row = stage.box[-1] * stage.result.type.dtype.bytes
+            return f"is copied by the tensor memory accelerator, which cannot swizzle {row}-byte rows that way"
+    if swizzle:
+        b, m, _ = swizzle
+        numel = smem_type(stage, pad, ()).numel
+        if numel % (1 << (b + m)):
+            return f"has {numel} elements, which blocks of {1 << (b + m)} (what the swizzle permutes) do not tile"
+    kernel = T.kernel_of(stage)
+    need, limit = smem_bytes(kernel, stage, pad, swizzle), target().smem_per_block
+    if need > limit:
+        return f"would take the kernel's stages to {need} bytes of shared memory (the limit is {limit})"
+    return None
+
+
+def narrows(before: Cost, after: Cost) -> str | None:
+    """Which access a layout moves in narrower vectors than `before` (None when none)."""
+    for k, (a, b) in enumerate(zip(before.widths, after.widths)):
+        if b < a:
+            what = "the copy" if k == len(before.widths) - 1 and len(before.widths) > 1 else "a read"
+            return f"narrows {what} from {a}- to {b}-byte vectors"
+    return None
+
+
+def choose(stage: T.StageOp, layouts) -> tuple[Candidate, Candidate, list[Candidate]]:
+    """(the stage's layout now, the best of `layouts` ((pad, swizzle) pairs), every candidate): the fewest
+    wavefronts per fill among the layouts that keep every vector, the earlier in `layouts` on a tie. The best is
+    the current layout unless another has strictly fewer wavefronts."""
+    current = Candidate(stage.attributes.get("pad", 0), tuple(stage.attributes.get("swizzle", ())), stage_cost(stage), None)
+    out = []
+    for pad, sw in layouts:
+        why = why_not_layout(stage, pad, sw)
+        cost = None if why else stage_cost(stage, pad, sw)
+        out.append(Candidate(pad, tuple(sw), cost, why or narrows(current.cost, cost)))
+    fine = [c for c in out if c.why_not is None]
+    best = min(fine, key=lambda c: c.cost.wavefronts, default=None)
+    if best is None or best.cost.wavefronts >= current.cost.wavefronts:
+        best = current
+    return current, best, out
+
+
+def proof(stage: T.StageOp, current: Candidate, best: Candidate, candidates: list[Candidate]) -> str:
+    """The remark a pass makes of its choice: the stage, the layout taken and each candidate's cost."""
+    head = f"{stage.result.name_hint or 'stage'} {list(stage.box)}: "
+    if best is current:
+        head += f"keeps {current.name()} ({current.cost})"
+    else:
+        head += f"{best.name()} ({best.cost}) instead of {current.name()} ({current.cost.per_request:.2f}/request)"
+    return head + "; wavefronts per fill: " + "; ".join(c.summary() for c in candidates)

@@ -10,7 +10,16 @@ A stage is a shared-memory buffer filled by all of the block's threads (16-byte 
 then a barrier. Its attributes say how: `ring N` keeps N copies used in turn along the enclosing loop (trip k
 uses copy k mod N: no barrier is needed before overwriting one); `async` copies with cp.async; `prefetch P`
 issues the copy for trip k + P at the start of trip k (after waiting for trip k's own copy and a barrier), the
-first P before the loop: the copies of later trips are in flight while this one computes.
+first P before the loop: the copies of later trips are in flight while this one computes; `pad` and `swizzle`
+are the shared buffer's row padding and swizzle.
+
+`tma`: the tensor memory accelerator copies the box. The kernel takes a `!kernel.tensormap` of the source (built
+on the host, passed by value) and the stage an mbarrier per slot of its ring. One thread (the block's first)
+announces the box's bytes on the slot's mbarrier (`arrive expect_tx`) and asks for the box; every thread waits
+for the slot's phase by its parity (the stage's trip k completes phase k div N of mbarrier k mod N); the
+mbarriers are set up by that thread before the stage's loop (then a barrier). Prefetched, trip k waits for its
+own box, passes a barrier (every thread is done with trip k - 1, whose slot trip k + P - N <= k - 1 reused) and
+has trip k + P's box requested, as cp.async stages do.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from dataclasses import dataclass
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import SmemType, element_bytes
+from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, element_bytes, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
 
@@ -55,7 +64,9 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         if op.copy_width() * element_bytes(op.result.type.dtype) < 4:
             return "copies asynchronously, but its rows do not split into aligned 4-, 8- or 16-byte pieces"
     if op.copy == "tma":
-        return "copies with the tensor memory accelerator, which lower-to-kernel does not materialize yet"
+        why = why_not_tma(op)
+        if why:
+            return why
     if op.ring > 1 or op.prefetch:
         why = op.why_not_ring()
         if why:
@@ -63,6 +74,54 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if op.prefetch:
         return op.why_not_prefetch()
     return None
+
+
+def tensormap_type(op: T.StageOp) -> TensorMapType:
+    """The tensor map a `tma` stage copies its box with (raises ValueError where the copy engine cannot)."""
+    dtype = op.result.type.dtype
+    span = op.box[-1] * element_bytes(dtype) if op.attributes.get("swizzle") else 0
+    return TensorMapType(dtype, op.source.type.shape, op.box, span)
+
+
+def why_not_tma(op: T.StageOp) -> str | None:
+    """Why the tensor memory accelerator cannot copy the stage (None when it can): the target has none, the box is
+    no tensor map's (at most 256 elements a dimension, rank 5, rows of 16-byte multiples), the shared copy is
+    padded or swizzled otherwise than the copy engine writes, a ring's slots are not aligned for it, or a loop
+    around the stage other than its own makes several trips (its mbarriers' phases count the stage's trips in
+    one run of its loop)."""
+    if not target().has("tma"):
+        return f"is copied by the tensor memory accelerator, which {target().arch} lacks (sm_90 and later have it)"
+    if op.attributes.get("pad"):
+        return "has padded rows, which the tensor memory accelerator does not write (it writes the box densely)"
+    try:
+        tm = tensormap_type(op)
+    except ValueError as e:
+        return f"is not a box the tensor memory accelerator copies: {e}"
+    sw = tuple(op.attributes.get("swizzle", ()))
+    if sw and sw != tma_swizzle(tm.swizzle, tm.dtype):
+        want = ", ".join(map(str, tma_swizzle(tm.swizzle, tm.dtype)))
+        return f"is swizzled otherwise than the tensor memory accelerator writes {tm.swizzle}-byte rows (swizzle({want}))"
+    slot = SmemType(tm.dtype, op.box, sw)
+    if op.ring > 1 and slot.nbytes % slot.align:
+        return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
+    kernel = T.kernel_of(op)
+    for lp in T.enclosing_loops(op):
+        if lp.work_items > lp.units(kernel) and (lp is not op.parent_op or lp.bind):
+            return (
+                "is copied by the tensor memory accelerator inside a loop whose threads make several trips; its "
+                "mbarriers count the trips of one run of the stage's own loop"
+            )
+    return None
+
+
+def params(tk: T.KernelOp) -> list[tuple[Value, object]]:
+    """The kernel's parameters: (buffer, type) for each buffer it reads otherwise than through the tensor memory
+    accelerator (a `!kernel.ptr`), each tensor map its `tma` stages copy with, each buffer it writes."""
+    tma = [op for op in tk.walk() if isinstance(op, T.StageOp) and op.copy == "tma"]
+    direct = {op.operands[0] for op in tk.walk() if isinstance(op, (T.LoadOp, T.StageOp)) and op not in tma}
+    reads = [(b, PtrType(b.type.dtype)) for b in tk.read_buffers() if b in direct]
+    maps = list(dict.fromkeys((op.source, tensormap_type(op)) for op in tma))
+    return reads + maps + [(b, PtrType(b.type.dtype)) for b in tk.stored_buffers()]
 
 
 # ---- loads and stores --------------------------------------------------------------------------------------------
@@ -227,7 +286,7 @@ def _smem_type(op: T.StageOp) -> SmemType:
     shape = (*box[:-1], box[-1] + op.attributes.get("pad", 0))
     if op.ring > 1:
         shape = (op.ring, *shape)
-    return SmemType(op.result.type.dtype, shape, op.attributes.get("swizzle"))
+    return SmemType(op.result.type.dtype, shape, op.attributes.get("swizzle", ()))
 
 
 def _buffer(m, op: T.StageOp) -> Value:
@@ -254,6 +313,14 @@ def stage(m, op: T.StageOp) -> None:
     if op.prefetch:
         return  # issued ahead by the loop (issue_ahead) and waited for at the start of this trip
     again = any(lp.work_items > lp.units(m.tk) for lp in T.enclosing_loops(op))
+    if op.copy == "tma":
+        if not isinstance(loop, T.LoopOp):
+            _init_mbarriers(m, [op])  # once: no loop around it makes several trips (why_not_tma)
+        elif again:
+            kb.barrier()  # every thread is done with the slot's previous box (the wait is per thread)
+        _request(m, op, slot)
+        _wait(m, op)
+        return
     if again and op.ring == 1:
         kb.barrier()  # a thread may come here again: the previous trip's readers of the box must be done
     copy(m, op, slot)
@@ -299,44 +366,115 @@ def _prefetched(loop: T.LoopOp) -> list[T.StageOp]:
     return [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.prefetch]
 
 
+def _issue(m, op: T.StageOp, slot: Value | None, at: dict) -> None:
+    if op.copy == "tma":
+        _request(m, op, slot, at)
+    else:
+        copy(m, op, slot, at)
+
+
 @contextmanager
 def pipelined(m, loop: T.LoopOp):
-    """Around a loop whose stages are prefetched: the first copies before it, the drain after it."""
+    """Around a loop whose stages are prefetched or copied by the tensor memory accelerator: the mbarriers set up
+    and the first copies before it, the drain after it."""
     stages = _prefetched(loop)
+    tma = [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.copy == "tma"]
+    if tma:
+        _init_mbarriers(m, tma)
     if not stages:
         yield
         return
     kb = m.kb
     depth = stages[0].prefetch
     trips = loop.work_items
+    groups = any(op.copy == "async" for op in stages)
     for op in stages:
         _buffer(m, op)
     for p in range(depth):
         if p < trips:
             at = kb.index(ix.Const(p), "pre")
             for op in stages:
-                copy(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
-        kb.cp_async_commit()
+                _issue(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
+        if groups:
+            kb.cp_async_commit()
     yield
-    kb.cp_async_wait(0)
+    if groups:
+        kb.cp_async_wait(0)
 
 
 def issue_ahead(m, loop: T.LoopOp) -> None:
-    """At the start of trip k of a loop with prefetched stages: wait for trip k's copies (the P newest groups may
-    stay in flight), a barrier (every thread's copies are in; every thread is done reading trip k - 1), then issue
-    trip k + P's copies into slot (k + P) mod ring (last read in trip k + P - ring <= k - 1), and commit (an empty
-    group past the last trip, so the count of groups stays uniform)."""
+    """At the start of trip k of a loop with prefetched stages: wait for trip k's copies (the P newest cp.async
+    groups may stay in flight; a `tma` stage's slot by its mbarrier), a barrier (every thread's copies are in;
+    every thread is done reading trip k - 1), then issue trip k + P's copies into slot (k + P) mod ring (last read
+    in trip k + P - ring <= k - 1), and commit (an empty group past the last trip, so the count of groups stays
+    uniform)."""
     stages = _prefetched(loop)
     if not stages:
         return
     kb = m.kb
     depth = stages[0].prefetch
     k = m.trip[loop]
-    kb.cp_async_wait(depth - 1)
+    groups = any(op.copy == "async" for op in stages)
+    if groups:
+        kb.cp_async_wait(depth - 1)
+    for op in stages:
+        if op.copy == "tma":
+            _wait(m, op)
     kb.barrier()
     ahead = kb.index(Val(k) + depth, "ahead")
     with kb.if_(kb.scalar("lt", ahead, kb.const(loop.work_items, index))) as br, br.then():
         for op in stages:
-            slot = kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None
-            copy(m, op, slot, {loop.ivs[0]: ahead})
-    kb.cp_async_commit()
+            _issue(m, op, kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None, {loop.ivs[0]: ahead})
+    if groups:
+        kb.cp_async_commit()
+
+
+# ---- the tensor memory accelerator -----------------------------------------------------------------------------
+def _mbarriers(m, op: T.StageOp) -> Value:
+    """The stage's mbarriers, one per slot of its ring."""
+    got = m.stage_bars.get(op)
+    if got is None:
+        got = m.stage_bars[op] = m.smem(MbarrierType(op.ring), f"{_value_name(op.source)}_full")
+    return got
+
+
+def _leader(m) -> Value:
+    kb = m.kb
+    return kb.scalar("eq", kb.index(m.linear_thread(), "lin"), kb.const(0, index))
+
+
+def _init_mbarriers(m, stages: list[T.StageOp]) -> None:
+    """The block's first thread sets up each stage's mbarriers (one arrival, its own, per phase); a barrier
+    publishes them."""
+    kb = m.kb
+    with kb.if_(_leader(m)) as br, br.then():
+        for op in stages:
+            bars = _mbarriers(m, op)
+            for i in range(op.ring):
+                kb.mbarrier_init(bars, i, 1)
+    kb.barrier()
+
+
+def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
+    """The block's first thread announces the box's bytes on the slot's mbarrier and asks the copy engine for it
+    (`at` overrides values of the subscript: a later trip's loop index)."""
+    kb = m.kb
+    smem, bars = _buffer(m, op), _mbarriers(m, op)
+    saved = {v: m.env[v] for v in (at or {}) if v in m.env}
+    m.env.update(at or {})
+    coords = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
+    m.env.update(saved)
+    i = Val(slot) if slot is not None else 0
+    tm = tensormap_type(op)
+    with kb.if_(_leader(m)) as br, br.then():
+        kb.mbarrier_arrive(bars, i, expect_tx=tm.box_bytes)
+        kb.tma_load(m.tmap[(op.source, tm)], coords, smem, [i] if slot is not None else [], bars, i)
+
+
+def _wait(m, op: T.StageOp) -> None:
+    """Every thread waits for this trip's box: trip k completes phase k div ring of mbarrier k mod ring."""
+    kb = m.kb
+    loop = op.parent_op
+    k = Val(m.trip[loop]) if isinstance(loop, T.LoopOp) and not loop.bind else ix.Const(0)
+    i = k % op.ring if op.ring > 1 else 0
+    kb.mbarrier_wait(_mbarriers(m, op), i, (k // op.ring if op.ring > 1 else k) % 2)
