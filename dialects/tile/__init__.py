@@ -623,14 +623,13 @@ class StageOp(_Indexed):
     def prefetch(self) -> int:
         return self.attributes.get("prefetch", 0)
 
-    def copy_width(self, pad: int | None = None, swizzle: tuple | None = None) -> int:
+    def copy_width(self) -> int:
         """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
-        copy (padded by `pad`) and the box's start allow it, else fewer; no more than a unit of `swizzle` (the
-        stage's own pad and swizzle by default)."""
+        copy (padded) and the box's start allow it, else fewer; no more than a unit of its swizzle."""
         from .vectors import expand
 
-        pad = self.attributes.get("pad", 0) if pad is None else pad
-        swizzle = self.attributes.get("swizzle", ()) if swizzle is None else swizzle
+        pad = self.attributes.get("pad", 0)
+        swizzle = self.attributes.get("swizzle", ())
         nbytes = self.result.type.dtype.bytes
         v = max(1, 16 // nbytes)
         if swizzle:

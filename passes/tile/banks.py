@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +86,7 @@ class Cost:
     wavefronts: float
     ideal: float  # the same instructions without conflicts
     requests: float  # warp instructions
-    widths: tuple  # bytes per thread of each access's instructions (the reads', then the copy's)
+    widths: tuple  # (access, bytes per thread of its instructions): the reads, then the copy
 
     @property
     def per_request(self) -> float:
@@ -100,25 +101,47 @@ class Cost:
         )
 
 
-def smem_type(stage: T.StageOp, pad: int, swizzle: tuple) -> SmemType:
-    """The stage's shared copy under a layout: one slot (the ring's slots follow each other)."""
+def smem_type(stage: T.StageOp) -> SmemType:
+    """The stage's shared copy in its layout: one slot (the ring's slots follow each other)."""
     box = stage.box
-    return SmemType(stage.result.type.dtype, (*box[:-1], box[-1] + pad), tuple(swizzle))
+    pad = stage.attributes.get("pad", 0)
+    return SmemType(stage.result.type.dtype, (*box[:-1], box[-1] + pad), tuple(stage.attributes.get("swizzle", ())))
 
 
-def stage_cost(stage: T.StageOp, pad: int | None = None, swizzle: tuple | None = None) -> Cost:
-    """The wavefronts of `stage`'s reads and writes per fill with its rows padded by `pad` elements and its offsets
-    swizzled by `swizzle` (the stage's own by default)."""
-    pad = stage.attributes.get("pad", 0) if pad is None else pad
-    swizzle = tuple(stage.attributes.get("swizzle", ())) if swizzle is None else tuple(swizzle)
-    t = smem_type(stage, pad, swizzle)
+def stage_cost(stage: T.StageOp) -> Cost:
+    """The wavefronts of `stage`'s reads and writes per fill in its layout (`trying` sets another for a while)."""
+    t = smem_type(stage)
     kernel = T.kernel_of(stage)
     parts = [_reads(kernel, stage, ld, t) for ld in _loads(stage)]
     if stage.copy != "tma":
-        parts.append(_writes(kernel, stage, t, stage.copy_width(pad, swizzle)))
+        parts.append(_writes(kernel, stage, t, stage.copy_width()))
     return Cost(
         sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts), tuple(p[3] for p in parts)
     )
+
+
+_DEFAULTS = {"pad": 0, "swizzle": (), "copy": "sync"}
+
+
+@contextmanager
+def trying(stage: T.StageOp, layout: dict):
+    """The stage with the attributes of `layout` (any of pad, swizzle, copy) for the duration: what the model and
+    the checks then read."""
+    saved = {k: stage.attributes.get(k) for k in layout}
+    for k, v in layout.items():
+        _set(stage, k, v)
+    try:
+        yield stage
+    finally:
+        for k, v in saved.items():
+            _set(stage, k, v)
+
+
+def _set(stage: T.StageOp, key: str, value) -> None:
+    if value is None or value == _DEFAULTS[key]:
+        stage.attributes.pop(key, None)
+    else:
+        stage.attributes[key] = value
 
 
 def _loads(stage: T.StageOp) -> list[T.LoadOp]:
@@ -154,7 +177,7 @@ def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
         wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(np.broadcast_to(active, (len(addrs), *active.shape))))
         total, ideal = total + wf.sum(), ideal + best.sum()
     requests = len(pieces) * _warp_count(kernel) * trips
-    return total / len(combos) * trips, ideal / len(combos) * trips, requests, chunk
+    return total / len(combos) * trips, ideal / len(combos) * trips, requests, (f"%{load.result.name_hint}", chunk)
 
 
 def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
@@ -173,7 +196,7 @@ def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
         addrs = _swizzled(local + slot * t.numel, t.swizzle) * t.dtype.bytes
         wf, best = wavefronts(_warps(addrs), vec * t.dtype.bytes, _warps(active))
         total, ideal = total + wf.sum(), ideal + best.sum()
-    return total / stage.ring, ideal / stage.ring, trips * _warp_count(kernel), vec * t.dtype.bytes
+    return total / stage.ring, ideal / stage.ring, trips * _warp_count(kernel), ("the copy", vec * t.dtype.bytes)
 
 
 def _warp_count(kernel: T.KernelOp) -> int:
@@ -236,18 +259,17 @@ def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):
 # ---- choosing a stage's layout ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Candidate:
-    """A layout considered for a stage, and what the model says of it: its cost, or why it is out."""
+    """A layout considered for a stage (the attributes it sets), and what the model says of it: its cost, or why
+    it is out."""
 
-    pad: int
-    swizzle: tuple
+    layout: dict
     cost: Cost | None
     why_not: str | None
 
     def name(self) -> str:
-        parts = ([f"pad {self.pad}"] if self.pad else []) + (
-            [f"swizzle({', '.join(map(str, self.swizzle))})"] if self.swizzle else []
-        )
-        return " ".join(parts) or "dense"
+        a = self.layout
+        parts = [f"pad {a['pad']}" if a.get("pad") else "", f"swizzle{tuple(a['swizzle'])}" if a.get("swizzle") else ""]
+        return " ".join(p for p in parts if p) or "dense"
 
     def summary(self) -> str:
         if self.why_not:
@@ -262,32 +284,27 @@ def tma_layout(stage: T.StageOp) -> tuple | None:
     return tma_swizzle(row, stage.result.type.dtype) if row in TMA_SWIZZLE_SPANS else None
 
 
-def smem_bytes(kernel: T.KernelOp, stage: T.StageOp | None = None, pad: int = 0, swizzle: tuple = ()) -> int:
-    """Shared memory the kernel's stages take (every slot of their rings), with `stage` in the given layout."""
-    total = 0
-    for st in kernel.walk():
-        if isinstance(st, T.StageOp):
-            layout = (pad, swizzle) if st is stage else (st.attributes.get("pad", 0), st.attributes.get("swizzle", ()))
-            total += smem_type(st, *layout).nbytes * st.ring
-    return total
+def smem_bytes(kernel: T.KernelOp) -> int:
+    """Shared memory the kernel's stages take (every slot of their rings, rows padded)."""
+    return sum(smem_type(st).nbytes * st.ring for st in kernel.walk() if isinstance(st, T.StageOp))
 
 
-def why_not_layout(stage: T.StageOp, pad: int, swizzle: tuple) -> str | None:
-    """Why `stage` cannot be laid out with rows padded by `pad` and offsets swizzled by `swizzle` (None when it
-    can). Vectors the layout would narrow are `narrows`'s business."""
-    if stage.copy == "tma":
-        if pad:
-            return "is copied by the tensor memory accelerator, which writes the box's rows unpadded"
-        if swizzle and tuple(swizzle) != tma_layout(stage):
-            row = stage.box[-1] * stage.result.type.dtype.bytes
-            return f"is copied by the tensor memory accelerator, which cannot swizzle {row}-byte rows that way"
-    if swizzle:
-        b, m, _ = swizzle
-        numel = smem_type(stage, pad, ()).numel
+def why_not_layout(stage: T.StageOp) -> str | None:
+    """Why `stage`'s layout cannot be materialized (None when it can): a swizzle that would move elements past the
+    copy, a copy by the tensor memory accelerator it does not allow, the kernel's stages over the shared memory.
+    Vectors a layout narrows are `narrows`'s business."""
+    sw = stage.attributes.get("swizzle")
+    if sw:
+        b, m, _ = sw
+        numel = smem_type(stage).numel
         if numel % (1 << (b + m)):
             return f"has {numel} elements, which blocks of {1 << (b + m)} (what the swizzle permutes) do not tile"
+    if stage.copy == "tma":
+        why = memory.why_not_tma(stage)
+        if why:
+            return why
     kernel = T.kernel_of(stage)
-    need, limit = smem_bytes(kernel, stage, pad, swizzle), target().smem_per_block
+    need, limit = smem_bytes(kernel), target().smem_per_block
     if need > limit:
         return f"would take the kernel's stages to {need} bytes of shared memory (the limit is {limit})"
     return None
@@ -295,35 +312,39 @@ def why_not_layout(stage: T.StageOp, pad: int, swizzle: tuple) -> str | None:
 
 def narrows(before: Cost, after: Cost) -> str | None:
     """Which access a layout moves in narrower vectors than `before` (None when none)."""
-    for k, (a, b) in enumerate(zip(before.widths, after.widths)):
+    for (what, a), (_, b) in zip(before.widths, after.widths):
         if b < a:
-            what = "the copy" if k == len(before.widths) - 1 and len(before.widths) > 1 else "a read"
             return f"narrows {what} from {a}- to {b}-byte vectors"
     return None
 
 
-def choose(stage: T.StageOp, layouts) -> tuple[Candidate, Candidate, list[Candidate]]:
-    """(the stage's layout now, the best of `layouts` ((pad, swizzle) pairs), every candidate): the fewest
-    wavefronts per fill among the layouts that keep every vector, the earlier in `layouts` on a tie. The best is
-    the current layout unless another has strictly fewer wavefronts."""
-    current = Candidate(stage.attributes.get("pad", 0), tuple(stage.attributes.get("swizzle", ())), stage_cost(stage), None)
-    out = []
-    for pad, sw in layouts:
-        why = why_not_layout(stage, pad, sw)
-        cost = None if why else stage_cost(stage, pad, sw)
-        out.append(Candidate(pad, tuple(sw), cost, why or narrows(current.cost, cost)))
+def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None) -> Candidate:
+    """The stage under `layout`: its cost, or why it cannot take it (also: it narrows a vector of `before`)."""
+    with trying(stage, layout):
+        why = why_not_layout(stage)
+        cost = None if why else stage_cost(stage)
+    if why is None and before is not None:
+        why = narrows(before, cost)
+    return Candidate(dict(layout), cost, why)
+
+
+def choose(stage: T.StageOp, layouts: list[dict]) -> tuple[Candidate, Candidate, list[Candidate]]:
+    """(the stage's layout now, the best of `layouts`, every candidate): the fewest wavefronts per fill among the
+    layouts that keep every vector at least as wide as now; the earlier in `layouts` on a tie. The best is the
+    current layout unless another has strictly fewer wavefronts."""
+    current = Candidate({k: stage.attributes.get(k, _DEFAULTS[k]) for k in ("pad", "swizzle")}, stage_cost(stage), None)
+    out = [evaluate(stage, layout, current.cost) for layout in layouts]
     fine = [c for c in out if c.why_not is None]
-    best = min(fine, key=lambda c: c.cost.wavefronts, default=None)
-    if best is None or best.cost.wavefronts >= current.cost.wavefronts:
-        best = current
-    return current, best, out
+    best = min(fine, key=lambda c: c.cost.wavefronts, default=current)
+    return current, best if best.cost.wavefronts < current.cost.wavefronts else current, out
 
 
 def proof(stage: T.StageOp, current: Candidate, best: Candidate, candidates: list[Candidate]) -> str:
-    """The remark a pass makes of its choice: the stage, the layout taken and each candidate's cost."""
-    head = f"{stage.result.name_hint or 'stage'} {list(stage.box)}: "
+    """The remark a pass makes of its choice: the stage, the layout taken, and each candidate's wavefronts per
+    request and per fill (or why it was out)."""
+    head = f"%{stage.result.name_hint or 'stage'} {list(stage.box)}: "
     if best is current:
         head += f"keeps {current.name()} ({current.cost})"
     else:
         head += f"{best.name()} ({best.cost}) instead of {current.name()} ({current.cost.per_request:.2f}/request)"
-    return head + "; wavefronts per fill: " + "; ".join(c.summary() for c in candidates)
+    return head + "; candidates: " + "; ".join(c.summary() for c in candidates)
