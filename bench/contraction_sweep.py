@@ -6,8 +6,9 @@
 `prepare` writes each (shape, variant) as a cuda-level program (`DIR/<case>.ir`, the text parses back) and fills
 the NVRTC cache (`DIR/cache`) so the GPU run compiles nothing; `run` checks each program against torch (fp32, no
 TF32) on random inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, median), and prints
-a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `torch-to-cuda`'s schedule; the others
-override tile pass options through the pipeline text, as the tuner would.
+a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `loop-to-tile` as `torch-to-cuda` runs
+it; the others override tile pass options through the pipeline text, as the tuner would (`plain`: without the
+shared-memory passes, `plain+X`: with one of them back).
 """
 
 from __future__ import annotations
@@ -31,27 +32,41 @@ SHAPES = {
     "TL.q.s512.linear": (512, 2048, 2048, True),
 }
 
-LOOP_TO_TILE = (
-    "map-to-tile,tile-cooperative-reduce,tile-blockify{opts_b},tile-register-tile{opts_r},tile-chunk-reduce{opts_c},"
-    "tile-vectorize,tile-stage-inputs,tile-multi-buffer{opts_m},tile-async-copy,tile-pipeline"
-)
+def _loop_to_tile() -> list[str]:
+    """The passes of the `loop-to-tile` pipeline, in order."""
+    text = (Path(__file__).parent.parent / "pipelines" / "loop-to-tile.pipeline").read_text()
+    lines = [ln.split("#")[0].strip() for ln in text.splitlines()]
+    return [p.strip() for p in " ".join(lines).split(",") if p.strip()]
 
 
-def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0) -> str:
-    def opts(**kw):
-        kv = " ".join(f"{k}={v}" for k, v in kw.items() if v)
-        return "{" + kv + "}" if kv else ""
+def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, **more) -> str:
+    """`loop-to-tile` with some options set, as the tuner would: the contraction tile's (`bm`, `bn`, `threads`,
+    `tm`, `tn`, `bk`, `stages`), and any pass's by name (`tile_pad_smem="pad=0"`)."""
+    opts = {
+        "tile-blockify": {"bm": bm, "bn": bn, "threads": threads},
+        "tile-register-tile": {"tm": tm, "tn": tn},
+        "tile-chunk-reduce": {"bk": bk},
+        "tile-multi-buffer": {"stages": stages},
+    }
+    text = {name: " ".join(f"{k}={v}" for k, v in kv.items() if v) for name, kv in opts.items()}
+    text |= {name.replace("_", "-"): value for name, value in more.items()}
+    return ",".join(p + ("{" + text[p] + "}" if text.get(p) else "") for p in _loop_to_tile())
 
-    return LOOP_TO_TILE.format(
-        opts_b=opts(bm=bm, bn=bn, threads=threads),
-        opts_r=opts(tm=tm, tn=tn),
-        opts_c=opts(bk=bk),
-        opts_m=opts(stages=stages),
-    )
 
-
+# The shared-memory passes (tile-tma, -pad-smem, -swizzle-smem, -rasterize, -unroll) one at a time, against the
+# schedule without any of them.
+PLAIN = dict(tile_tma="stages=none", tile_pad_smem="pad=0", tile_swizzle_smem="swizzle=0,0,0",
+             tile_rasterize="rows=1", tile_unroll="max-ops=1")  # fmt: skip
 VARIANTS = {
     "default": variant(),
+    "plain": variant(**PLAIN),
+    "plain+tma": variant(**{**PLAIN, "tile_tma": "stages=auto"}),
+    "plain+swizzle": variant(**{**PLAIN, "tile_swizzle_smem": ""}),
+    "plain+pad": variant(**{**PLAIN, "tile_pad_smem": ""}),
+    "plain+unroll": variant(**{**PLAIN, "tile_unroll": ""}),
+    "no-tma": variant(tile_tma="stages=none"),
+    "tma-all": variant(tile_tma="stages=all"),
+    "raster8": variant(tile_rasterize="rows=8"),
     "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8),
     "128x64.t128": variant(bm=128, bn=64, threads=128, tm=8, tn=8),
     "64x128.t128": variant(bm=64, bn=128, threads=128, tm=8, tn=8),

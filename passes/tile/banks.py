@@ -331,8 +331,11 @@ def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None) -> Cand
 def choose(stage: T.StageOp, layouts: list[dict]) -> tuple[Candidate, Candidate, list[Candidate]]:
     """(the stage's layout now, the best of `layouts`, every candidate): the fewest wavefronts per fill among the
     layouts that keep every vector at least as wide as now; the earlier in `layouts` on a tie. The best is the
-    current layout unless another has strictly fewer wavefronts."""
+    current layout unless another has strictly fewer wavefronts; none is tried when the current one is
+    conflict-free (every layout keeping the vectors issues the same instructions)."""
     current = Candidate({k: stage.attributes.get(k, _DEFAULTS[k]) for k in ("pad", "swizzle")}, stage_cost(stage), None)
+    if current.cost.wavefronts <= current.cost.ideal:
+        return current, current, []
     out = [evaluate(stage, layout, current.cost) for layout in layouts]
     fine = [c for c in out if c.why_not is None]
     best = min(fine, key=lambda c: c.cost.wavefronts, default=current)
@@ -343,6 +346,8 @@ def proof(stage: T.StageOp, current: Candidate, best: Candidate, candidates: lis
     """The remark a pass makes of its choice: the stage, the layout taken, and each candidate's wavefronts per
     request and per fill (or why it was out)."""
     head = f"%{stage.result.name_hint or 'stage'} {list(stage.box)}: "
+    if not candidates:
+        return head + f"keeps {current.name()}: conflict-free ({current.cost})"
     if best is current:
         head += f"keeps {current.name()} ({current.cost})"
     else:

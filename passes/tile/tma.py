@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
+from irforge.passes.tile import banks
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile_to_kernel.memory import why_not_tma
 
@@ -46,21 +47,10 @@ class TileTma(Pass):
         if not isinstance(op, T.KernelOp) or self.stages == "none" or not target().has("tma"):
             return
         for st in [s for s in op.walk() if isinstance(s, T.StageOp) and s.copy != "tma"]:
-            name = f"%{st.result.name_hint}"
-            old = st.copy
-            st.attributes["copy"] = "tma"
-            why = why_not_tma(st)
+            with banks.trying(st, {"copy": "tma"}):
+                why = why_not_tma(st)
             if why is None and self.stages == "auto" and not heuristic().copy_engine(op, st):
-                why = "stays a copy by the threads: the bank model finds a layout for it with fewer wavefronts"
-            if why:
-                _restore(st, old)
-                self.remark(st, f"{name} {why}")
-            else:
-                self.remark(st, f"{name} is copied by the tensor memory accelerator")
-
-
-def _restore(st: T.StageOp, copy: str) -> None:
-    if copy == "sync":
-        del st.attributes["copy"]
-    else:
-        st.attributes["copy"] = copy
+                why = "stays a copy by the threads: single-buffered, or a layout the engine cannot write costs less"
+            if why is None:
+                st.attributes["copy"] = "tma"
+            self.remark(st, f"%{st.result.name_hint} {why or 'is copied by the tensor memory accelerator'}")
