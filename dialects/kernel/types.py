@@ -136,12 +136,13 @@ class SmemType(DialectType):
 
     @property
     def align(self) -> int:
-        """Bytes the buffer's start is aligned to: 128, or a whole period of its swizzle (2^(B+M+S) elements), so
-        a swizzle the copy engine applies to shared-memory addresses is the buffer's own."""
+        """Bytes the buffer's start is aligned to: 128, or a swizzled one's period (2^(B+M+S) elements) up to 1024
+        bytes, so that the copy engine's swizzles (which repeat every 256, 512 or 1024 bytes of shared-memory
+        addresses) are the buffer's own."""
         if not self.swizzle:
             return 128
         b, m, s = self.swizzle
-        return max(128, (1 << (b + m + s)) * element_bytes(self.dtype))
+        return max(128, min(1024, (1 << (b + m + s)) * element_bytes(self.dtype)))
 
 
 @dataclass(frozen=True, slots=True)

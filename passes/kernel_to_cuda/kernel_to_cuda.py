@@ -37,7 +37,6 @@ from irforge.types import ScalarType, TensorType
 
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
 _SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
-_DYNAMIC_ALIGN = 1024  # the start of dynamic shared memory (a swizzled buffer may need up to a 1024-byte period)
 _RESERVED = set(
     """alignas alignof and asm auto bool break case catch char class const constexpr continue default delete do double
     else enum explicit extern false float for friend goto if inline int long mutable namespace new not operator or
@@ -325,9 +324,7 @@ class _Emitter:
             align = 128 if isinstance(t, MbarrierType) else t.align
             if "dynamic" in op.attributes:
                 if offset == 0:
-                    self.line(f"extern __shared__ __align__({_DYNAMIC_ALIGN}) unsigned char irf_dynamic_smem[];")
-                if align > _DYNAMIC_ALIGN:
-                    raise op.error(f"needs {align}-byte alignment; dynamic shared memory starts {_DYNAMIC_ALIGN}-aligned")
+                    self.line("extern __shared__ __align__(1024) unsigned char irf_dynamic_smem[];")
                 offset = -(-offset // align) * align
                 self.line(f"{ct}* const {n} = reinterpret_cast<{ct}*>(irf_dynamic_smem + {offset});  // {what}")
                 offset += -(-nbytes // 128) * 128

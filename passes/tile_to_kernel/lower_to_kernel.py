@@ -150,6 +150,7 @@ class Materializer:
         self.stage_bars: dict[T.StageOp, Value] = {}  # a `tma` stage's mbarriers
         self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
         self.n_smem = 0
+        self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0
 
     def build(self) -> K.KernelFuncOp:
@@ -173,8 +174,13 @@ class Materializer:
         return self.hw[a]
 
     def smem(self, t, hint: str) -> Value:
-        """A shared buffer; large ones (over half the static limit) in dynamic shared memory."""
-        attrs = {"dynamic": UNIT} if t.nbytes > target().smem_static // 2 else {}
+        """A shared buffer; large ones (over half the static limit), and any the static limit has no room left
+        for, in dynamic shared memory."""
+        limit = target().smem_static
+        dynamic = t.nbytes > limit // 2 or self.static_smem + t.nbytes > limit
+        if not dynamic:
+            self.static_smem += t.nbytes
+        attrs = {"dynamic": UNIT} if dynamic else {}
         return self._prologue(K.SmemOp((), [t], attrs, result_hints=[hint]), smem=True)
 
     # ---- index expressions ------------------------------------------------------------------------------------
