@@ -319,3 +319,17 @@ def test_the_heuristics_offer_the_candidates():
         heuristics.set_heuristic(old)
     # tests/lit/tile-pad-smem/pad.ir: pad 4 is the best of all, but pad 8 (96 wavefronts) still beats none (288).
     assert next(op for op in m.walk() if isinstance(op, T.StageOp)).attributes["pad"] == 8
+
+
+def test_vectors_in_a_swizzled_copy_stay_inside_a_unit():
+    # Each thread reads 8 consecutive f32 (32 bytes): dense, one 32-byte access (two 16-byte pieces from one
+    # address); swizzled by 16-byte units, two accesses, each inside its unit.
+    text = ROWS_32.replace("vector 4", "vector 8")
+    m = parse_module(text)
+    expected = interpret(m, seed=3)
+    run_pipeline(m, "kernel(tile-swizzle-smem{swizzle=1,2,3})")
+    _simulated(m, expected, "swizzle(1, 2, 3) under 32-byte reads")
+    lowered = parse_module(print_module(m))
+    run_pipeline(lowered, "tile-to-kernel")
+    (load,) = [op for op in lowered.walk() if isinstance(op, K.LoadOp) and "smem" in str(op.operands[0].type)]
+    assert load.attributes.get("vector") == 4

@@ -26,6 +26,11 @@ SCHEDULE_OPTIONS = {
     "tile-blockify": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}"],
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
+    "tile-tma": ["", "{stages=all}"],
+    "tile-pad-smem": ["", "{pad=4}"],
+    "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
+    "tile-rasterize": ["", "{rows=2}"],
+    "tile-unroll": ["", "{max-ops=256}"],
 }
 
 
