@@ -32,6 +32,7 @@ SHAPES = {
     "TL.q.s512.linear": (512, 2048, 2048, True),
 }
 
+
 def _loop_to_tile() -> list[str]:
     """The passes of the `loop-to-tile` pipeline, in order."""
     text = (Path(__file__).parent.parent / "pipelines" / "loop-to-tile.pipeline").read_text()

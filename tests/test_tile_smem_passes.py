@@ -43,9 +43,13 @@ SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=list(He
 def contraction(m: int, n: int, k: int, transposed=False, prologue=False, epilogue=False) -> str:
     """y = f(x) @ w (+ bias), w stored [k, n] or [n, k]; f is silu with `prologue`."""
     w_type, w_sub = (f"f32[{n},{k}]", "%a1, %r") if transposed else (f"f32[{k},{n}]", "%r, %a1")
-    pro = "%g = scalar.sigmoid %a : f32\n          %a2 = scalar.mul %a, %g : f32" if prologue else "%a2 = scalar.abs %a : f32"
-    bias = ", %bias: f32[{n}]".format(n=n) if epilogue else ""
-    epi = "%bv = loop.load %bias[%a1]\n        %o = scalar.add %s, %bv : f32" if epilogue else "%o = scalar.neg %s : f32"
+    pro = "%a2 = scalar.abs %a : f32"
+    if prologue:
+        pro = "%g = scalar.sigmoid %a : f32\n          %a2 = scalar.mul %a, %g : f32"
+    bias = f", %bias: f32[{n}]" if epilogue else ""
+    epi = "%o = scalar.neg %s : f32"
+    if epilogue:
+        epi = "%bv = loop.load %bias[%a1]\n        %o = scalar.add %s, %bv : f32"
     return f"""func.func @forward(%x: f32[{m},{k}], %w: {w_type}{bias}) -> f32[{m},{n}] {{
   %y = loop.buffer f32[{m},{n}]
   loop.kernel @k_mm {{
@@ -266,7 +270,8 @@ def test_dram_bytes_of_grouped_block_orders():
     band = _band(8, 8)
     ops = operands(band)
     slab = 8 * 64 * 4
-    assert [dram_bytes(band, ops, r, 8) for r in (1, 2, 4, 8)] == [8 * 9 * slab, 8 * 6 * slab, 8 * 6 * slab, 8 * 9 * slab]
+    got = [dram_bytes(band, ops, r, 8) for r in (1, 2, 4, 8)]
+    assert got == [8 * 9 * slab, 8 * 6 * slab, 8 * 6 * slab, 8 * 9 * slab]
 
 
 def test_rasterize_picks_the_fewest_dram_bytes_on_a_small_l2():

@@ -655,7 +655,9 @@ func.func @forward(%x: f32[{n}]) -> f32[{n}] {{
     )
 
 
-def tma_scale(rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block: int = 64, swizzle: int = 0) -> Example:
+def tma_scale(
+    rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block: int = 64, swizzle: int = 0
+) -> Example:
     """out = 2 * x (bf16 in, f32 out): thread 0 asks the copy engine for a box of a 2-D bf16 tensor, every thread
     waits on the mbarrier, then reads the box from shared memory. With `swizzle` (the box's row bytes: 32, 64 or
     128), the copy engine writes the box swizzled and the reads go through the same swizzle."""

@@ -30,8 +30,8 @@ from .types import (
     TensorMapType,
     element_bytes,
     element_type,
-    with_element_type,
     tma_swizzle,
+    with_element_type,
 )
 
 AXES = ("x", "y", "z")

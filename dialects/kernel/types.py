@@ -79,10 +79,11 @@ class TensorMapType(DialectType):
         # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
         if (self.box[-1] * element_bytes(self.dtype)) % 16 or (self.shape[-1] * element_bytes(self.dtype)) % 16:
             raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
-        if self.swizzle and (self.swizzle not in TMA_SWIZZLE_SPANS or self.box[-1] * element_bytes(self.dtype) != self.swizzle):
+        row = self.box[-1] * element_bytes(self.dtype)
+        if self.swizzle and (self.swizzle not in TMA_SWIZZLE_SPANS or row != self.swizzle):
             raise ValueError(
                 f"!kernel.tensormap's swizzle must be {', '.join(map(str, TMA_SWIZZLE_SPANS))} bytes, the box's rows"
-                f" ({self.box[-1] * element_bytes(self.dtype)} bytes)"
+                f" ({row} bytes)"
             )
 
     @property

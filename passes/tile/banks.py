@@ -38,7 +38,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizzle
@@ -174,7 +173,8 @@ def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
         base = p.offset.evaluate({v: env.get(v, 0) for v in used_values(p.offset)})
         base = np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel
         addrs = [_swizzled(base + off, t.swizzle) * nbytes + extra for off, extra in pieces]
-        wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(np.broadcast_to(active, (len(addrs), *active.shape))))
+        mask = np.broadcast_to(active, (len(addrs), *active.shape))
+        wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(mask))
         total, ideal = total + wf.sum(), ideal + best.sum()
     requests = len(pieces) * _warp_count(kernel) * trips
     return total / len(combos) * trips, ideal / len(combos) * trips, requests, (f"%{load.result.name_hint}", chunk)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from irforge.dialects import tile as T
 from irforge.dialects.tile.layout import Layout
 from irforge.dialects.tile.vectors import expand, uses

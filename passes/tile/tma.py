@@ -11,8 +11,7 @@ from irforge.target import target
 
 
 class TileTma(Pass):
-    """Copy staged boxes with the tensor memory accelerator (sm_90): one thread asks for a box, an mbarrier says
-    when it has landed.
+    """Copy staged boxes with the tensor memory accelerator (sm_90): one thread asks, an mbarrier tells all.
 
     A stage the copy engine can take (`irforge.passes.tile_to_kernel.memory.why_not_tma`: the box is a tensor
     map's, at most 256 elements a dimension with rows of whole 16 bytes; its shared copy dense, or swizzled as the

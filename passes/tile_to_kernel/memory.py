@@ -100,7 +100,9 @@ def why_not_tma(op: T.StageOp) -> str | None:
     sw = tuple(op.attributes.get("swizzle", ()))
     if sw and sw != tma_swizzle(tm.swizzle, tm.dtype):
         want = ", ".join(map(str, tma_swizzle(tm.swizzle, tm.dtype)))
-        return f"is swizzled otherwise than the tensor memory accelerator writes {tm.swizzle}-byte rows (swizzle({want}))"
+        return (
+            f"is swizzled otherwise than the tensor memory accelerator writes {tm.swizzle}-byte rows (swizzle({want}))"
+        )
     slot = SmemType(tm.dtype, op.box, sw)
     if op.ring > 1 and slot.nbytes % slot.align:
         return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
@@ -186,9 +188,7 @@ def _vector_width(p: Pattern, dtype, lanes, unit: int | None) -> int | None:
         if unit is not None:
             legal = legal and w <= unit
             align = w
-        aligned = multiple_of(p.offset, align, known) and all(
-            s % align == 0 for k, s in enumerate(p.strides) if k != d
-        )
+        aligned = multiple_of(p.offset, align, known) and all(s % align == 0 for k, s in enumerate(p.strides) if k != d)
         if legal and aligned and run % w == 0:
             break
         w //= 2
