@@ -25,9 +25,13 @@ SHAPES = {
     "TL.q.s512": (512, 2048, 2048, False),
     "TL.gate.s512": (512, 5632, 2048, False),
     "TL.down.s512": (512, 2048, 5632, False),
+    "TL.kv.s512": (512, 256, 2048, False),
     "TL.q.s128": (128, 2048, 2048, False),
+    "TL.gate.s128": (128, 5632, 2048, False),
     "TL.q.s32": (32, 2048, 2048, False),
+    "TL.down.s32": (32, 2048, 5632, False),
     "QW.q.s512": (512, 3584, 3584, False),
+    "QW.gate.s32": (32, 18944, 3584, False),
     "sq.2048": (2048, 2048, 2048, False),
     "TL.q.s512.linear": (512, 2048, 2048, True),
 }
@@ -40,13 +44,15 @@ def _loop_to_tile() -> list[str]:
     return [p.strip() for p in " ".join(lines).split(",") if p.strip()]
 
 
-def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, **more) -> str:
-    """`loop-to-tile` with some options set, as the tuner would: the contraction tile's (`bm`, `bn`, `threads`,
-    `tm`, `tn`, `bk`, `stages`), and any pass's by name (`tile_pad_smem="pad=0"`)."""
+def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, splits=0, rows=0, group_bytes=0, **more) -> str:
+    """`loop-to-tile` with some options set, as the tuner would: the contraction schedule's (`rows` and
+    `group_bytes` are tile-permute-lanes'), and any pass's by name (`tile_pad_smem="pad=0"`)."""
     opts = {
         "tile-blockify": {"bm": bm, "bn": bn, "threads": threads},
         "tile-register-tile": {"tm": tm, "tn": tn},
+        "tile-permute-lanes": {"rows": rows, "group-bytes": group_bytes},
         "tile-chunk-reduce": {"bk": bk},
+        "tile-split-reduce": {"splits": splits},
         "tile-multi-buffer": {"stages": stages},
     }
     text = {name: " ".join(f"{k}={v}" for k, v in kv.items() if v) for name, kv in opts.items()}
@@ -68,15 +74,23 @@ VARIANTS = {
     "no-tma": variant(tile_tma="stages=none"),
     "tma-all": variant(tile_tma="stages=all"),
     "raster8": variant(tile_rasterize="rows=8"),
-    "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8),
-    "128x64.t128": variant(bm=128, bn=64, threads=128, tm=8, tn=8),
-    "64x128.t128": variant(bm=64, bn=128, threads=128, tm=8, tn=8),
-    "64x64.t64": variant(bm=64, bn=64, threads=64, tm=8, tn=8),
-    "64x64.t128": variant(bm=64, bn=64, threads=128, tm=4, tn=8),
-    "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16),
-    "64x128.s4": variant(bm=64, bn=128, threads=128, tm=8, tn=8, stages=4),
-    "128x128.bk16": variant(bm=128, bn=128, threads=256, tm=8, tn=8, bk=16),
-    "32x64.t32": variant(bm=32, bn=64, threads=32, tm=8, tn=8),
+    "64x128": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1),
+    "64x128.nosplit": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1, group_bytes=4),
+    "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16, splits=1),
+    "64x128.bk32": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=32, splits=1),
+    "64x128.bk16.s4": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16, stages=4, splits=1),
+    "64x128.s2": variant(bm=64, bn=128, threads=128, tm=8, tn=8, stages=2, splits=1),
+    "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8, splits=1),
+    "128x128.t256.bk16": variant(bm=128, bn=128, threads=256, tm=8, tn=8, bk=16, splits=1),
+    "128x64.t128": variant(bm=128, bn=64, threads=128, tm=8, tn=8, splits=1),
+    "64x64.t64": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=1),
+    "64x64.t64.split4": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4),
+    "64x64.t64.split4.bk16": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4, bk=16),
+    "32x128.t64.split8": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=8),
+    "32x128.t64.split16.bk16": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=16, bk=16),
+    "32x64.t32.split8": variant(bm=32, bn=64, threads=32, tm=8, tn=8, splits=8),
+    "32x128.t64.split8.bk32.s4": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=8, bk=32, stages=4),
+    "32x256.t128.split8.bk16": variant(bm=32, bn=256, threads=128, tm=8, tn=8, splits=8, bk=16),
 }
 
 
@@ -149,12 +163,17 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
         case, v = path.stem.split("__")
         m, n, k, tr = SHAPES[case]
         module = parse_module(path.read_text(), str(path))
-        exe = Executor(module)
         x = torch.randn(m, k, device="cuda")
         w = torch.randn((n, k) if tr else (k, n), device="cuda")
         ref = x @ (w.t() if tr else w)
-        (y,) = exe(x, w)
-        torch.cuda.synchronize()
+        try:
+            exe = Executor(module)
+            (y,) = exe(x, w)
+            torch.cuda.synchronize()
+        except Exception as e:  # a failing variant is a row, not the end of the sweep
+            print(f"{case} {v}: ERROR {str(e).splitlines()[0]}")
+            rows.append({"case": case, "variant": v, "error": str(e).splitlines()[0]})
+            continue
         err = float((y - ref).norm() / ref.norm())
         if not err < 1e-4:
             print(f"{case} {v}: WRONG (relative error {err:.3g})")

@@ -201,8 +201,9 @@ class KernelBuilder:
     def store(self, value: Value, mem: Value, idx) -> Operation:
         return self._indexed(K.StoreOp, [value, mem], {"index": list(idx)})
 
-    def atomic(self, kind: str, value: Value, mem: Value, idx) -> Operation:
-        return self._indexed(K.AtomicOp, [value, mem], {"index": list(idx)}, attrs={"kind": kind})
+    def atomic(self, kind: str, value: Value, mem: Value, idx, strides=None) -> Operation:
+        attrs = {"kind": kind} | ({"strides": tuple(strides)} if strides is not None else {})
+        return self._indexed(K.AtomicOp, [value, mem], {"index": list(idx)}, attrs=attrs)
 
     def barrier(self) -> Operation:
         return self._add(K.BarrierOp((), ()))

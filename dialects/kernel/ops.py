@@ -967,12 +967,14 @@ class StoreOp(IndexedOp):
 
 
 class AtomicOp(IndexedOp):
-    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap)."""
+    """An atomic read-modify-write of one element (`atomicAdd`; max/min on floats by compare-and-swap), or of each
+    element of a register tile (at the addresses a `kernel.store` of it with the same `strides` would write)."""
 
     name = "kernel.atomic"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"kind": str, "index": AffineMap}
+    optional_attributes = {"strides": tuple}
     num_regions = 0
     num_fixed = 2
 
@@ -980,10 +982,10 @@ class AtomicOp(IndexedOp):
         self.verify_indices()
         if self.attributes["kind"] not in ("add", "max", "min"):
             raise self.error(f"kind must be add, max or min, got {self.attributes['kind']!r}")
-        if not isinstance(self.value.type, ScalarType):
-            raise self.error("updates one scalar element")
+        if not isinstance(self.value.type, (ScalarType, TensorType)):
+            raise self.error("updates a scalar element or the elements of a register tile")
         _check_mem_access(self, self.mem, self.value.type)
-        if self.value.type.name in ("bool", "u8", "i8", "i16", "index"):
+        if element_type(self.value.type).name in ("bool", "u8", "i8", "i16", "index"):
             raise self.error(f"no atomics on {self.value.type}")
 
     def print_custom(self, p):

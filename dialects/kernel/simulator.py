@@ -811,20 +811,19 @@ def _store(sim, op, values, mask, w, env):
 
 def _atomic(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)[:, 0]
-    x = values[op.value]
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.value.type)
+    x = values[op.value].reshape(len(mask), -1)
     dtype = _mem_dtype(mem)
+    fn = SCALAR_OPS[{"add": "add", "max": "maximum", "min": "minimum"}[op.attributes["kind"]]]
     for lane in np.flatnonzero(mask):
-        a = int(addrs[lane])
-        if not mem.written[a]:
-            raise sim._error(op, f"atomically updates element {a}, which nothing has written", w, int(lane))
-        cur = mem.data[a : a + 1].astype(compute_dtype(dtype))
-        new = SCALAR_OPS[{"add": "add", "max": "maximum", "min": "minimum"}[op.attributes["kind"]]].numpy(
-            cur, np.asarray([x[lane]]).astype(compute_dtype(dtype))
-        )
-        mem.data[a] = quantize(new, dtype)[0]
+        for a, v in zip(addrs[lane], x[lane]):
+            a = int(a)
+            if not mem.written[a]:
+                raise sim._error(op, f"atomically updates element {a}, which nothing has written", w, int(lane))
+            cur = mem.data[a : a + 1].astype(compute_dtype(dtype))
+            mem.data[a] = quantize(fn.numpy(cur, np.asarray([v]).astype(compute_dtype(dtype))), dtype)[0]
     if isinstance(mem, GlobalBuffer):
-        mem.w_launch[addrs[mask]] = -1  # atomics order themselves; later plain accesses are not checked against them
+        mem.w_launch[addrs[mask].reshape(-1)] = -1  # atomics order themselves: later plain accesses are not checked
 
 
 # ---- blocking and structured ops (generators) ------------------------------------------------------------------

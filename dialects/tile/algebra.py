@@ -18,7 +18,7 @@ from irforge.dialects.scalar import CastOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import ForOp, LoadOp, ReduceOp, YieldOp, enclosing_loops
+from . import CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
 from .vectors import expand
 
 
@@ -119,3 +119,49 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
 
 def contractions_in(op: Operation) -> list[Contraction]:
     return [c for r in op.walk() if isinstance(r, ReduceOp) for c in [contraction_of(r)] if c is not None]
+
+
+# ---- epilogues ----------------------------------------------------------------------------------------------------
+_AFFINE_OPS = {"add", "sub", "mul", "div", "neg"}
+
+
+def affine_stores(op: CombineOp) -> str | None:
+    """Why the values stored from a combine's results are not affine functions of them that atomics can add up
+    across blocks (None when they are): `add` carriers of f32 or f64, every use on the way to a store an add, sub,
+    mul or div by a value independent of them, a neg, or a cast to the same type."""
+    why = f"combines over {op.over[0]} a carrier whose stores are not an affine function of it"
+    if any(m.name != "add" for m, _, _ in op.carriers) or any(r.type.name not in ("f32", "f64") for r in op.results):
+        return f"combines over {op.over[0]} with atomics, which need add carriers of f32 or f64"
+    todo, seen = list(op.results), set()
+    while todo:
+        v = todo.pop()
+        for user, i in v.uses:
+            if isinstance(user, StoreOp) and user.value is v:
+                if user.buffer.type.dtype != v.type:
+                    return why
+                continue
+            if isinstance(user, CastOp) and user.result.type == v.type:
+                pass
+            elif not (isinstance(user, ScalarMathOp) and user.fn in _AFFINE_OPS):
+                return why
+            elif user.fn in ("mul", "div") and ((i == 1 and user.fn == "div") or _depends(user.operands[1 - i], op)):
+                return why
+            elif user.fn in ("add", "sub") and _depends(user.operands[1 - i], op):
+                return why
+            if id(user) not in seen:
+                seen.add(id(user))
+                todo.extend(user.results)
+    return None
+
+
+def _depends(v: Value, comb: CombineOp) -> bool:
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        if x in comb.results:
+            return True
+        if id(x) in seen or not isinstance(x.owner, Operation):
+            continue
+        seen.add(id(x))
+        todo.extend(x.owner.operands)
+    return False

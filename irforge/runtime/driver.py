@@ -155,9 +155,9 @@ class Function:
         self.handle = check(cu.cuModuleGetFunction(module.handle, name.encode()), f"cuModuleGetFunction({name})")
         self._cu_launch = cu.cuLaunchKernel
         self._success = cu.CUresult.CUDA_SUCCESS
-        if smem > target().smem_static:  # above it a launch must opt in
+        static = self.attribute("SHARED_SIZE_BYTES") if smem else 0
+        if smem + static > target().smem_static:  # above it (static and dynamic together) a launch must opt in
             limit = device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
-            static = self.attribute("SHARED_SIZE_BYTES")
             if smem + static > limit:
                 raise CudaError(
                     f"kernel {name} needs {smem} bytes of dynamic and {static} of static shared memory; the device"

@@ -631,8 +631,13 @@ class _Emitter:
                 self.line(f"  irf_store_n<{run}>({ptr}, irf_run); }}")
 
     def op_atomic(self, op):
-        ptr = self.address(op, "index", op.mem)
-        self.line(f"irf_atomic_{op.attributes['kind']}({ptr}, {self.name(op.value)});")
+        kind, v, t = op.attributes["kind"], op.value, op.value.type
+        if not _is_array(t):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem)}, {self.name(v)});")
+            return
+        strides = op.attributes.get("strides") or K.default_strides(t.shape)
+        for k, offset in enumerate(K.tile_offsets(t.shape, strides)):
+            self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem, offset)}, {self.name(v)}[{k}]);")
 
     def op_barrier(self, op):
         self.line("__syncthreads();")

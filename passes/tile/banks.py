@@ -157,7 +157,7 @@ def _swizzled(offsets: np.ndarray, sw: tuple) -> np.ndarray:
 def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
     dtype, nbytes = t.dtype, t.dtype.bytes
     lanes = loop_lanes(load)
-    p = memory.pattern(load, lanes, t.strides, dtype, memory.swizzle_unit(t))
+    p = memory.pattern(load, lanes, t)
     if any(n > 1 for n in p.shape):
         run, runs = K.access_runs(TensorType(dtype, p.shape), p.strides, p.width)
     else:

@@ -60,10 +60,7 @@ def _is_chunk(r: T.ReduceOp) -> bool:
 def chunk(r: T.ReduceOp, bk: int) -> T.ReduceOp:
     """Split `r` into K / bk trips of `bk`; returns the inner reduction."""
     k = r.extents[0]
-    identity = [
-        tuple(_typed(m.identity(res.type, i), res.type) for i, res in enumerate(results))
-        for m, _, results in r.carriers
-    ]
+    identity = identity_init(r)
     types = [res.type for res in r.results]
     hints = [f"{res.name_hint or 'acc'}_chunk" for res in r.results]
     inner = T.ReduceOp.build(bk, r.attributes["monoids"], identity, types, iv_hint=f"{r.iv.name_hint or 'r'}_i",
@@ -77,6 +74,14 @@ def chunk(r: T.ReduceOp, bk: int) -> T.ReduceOp:
     outer_iv = r.iv
     substitute(inner, {outer_iv: indexing.ValueDim(outer_iv) * bk + indexing.ValueDim(inner.iv)}, inner)
     return inner
+
+
+def identity_init(r: T.ReduceOp) -> tuple:
+    """The reduction's init attribute with each carrier at its monoid's identity."""
+    return tuple(
+        tuple(_typed(m.identity(res.type, i), res.type) for i, res in enumerate(results))
+        for m, _, results in r.carriers
+    )
 
 
 def _typed(value, t):

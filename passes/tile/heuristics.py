@@ -33,11 +33,12 @@ STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (o
 # accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
 # the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
 THREAD_OUTPUTS = 64
-FMA_PER_CLOCK = 128  # fp32 fused multiply-adds a multiprocessor issues per clock
-L2_BYTES_PER_CLOCK = 24  # L2 -> multiprocessor bandwidth per multiprocessor and clock (H100: ~5.5 TB/s over 132)
 CONTRACTION_THREADS = 256
-K_CHUNK_BYTES = 32
+K_CHUNK_BYTES = 64
 RING = 3
+RASTER_THREADS = False  # see warp_rows
+MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
+BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
@@ -95,27 +96,15 @@ class Heuristic:
 
     # ---- contractions -------------------------------------------------------------------------------------------
     def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
-        """(bm, bn, threads): the output tile of a block and its threads. Scored by a throughput model: a tile's
-        k-step costs the larger of its multiply-adds (FMA_PER_CLOCK per multiprocessor) and its operand loads from
-        L2 (L2_BYTES_PER_CLOCK per multiprocessor), and the tiles spread over the multiprocessors in whole waves."""
+        """(bm, bn, threads): the output tile of a block and its threads. Small tiles of 8 x 8 register tiles
+        (64 x 64 outputs for 64 threads; 32 x 128 when there are fewer rows) and many blocks, split-K filling
+        the GPU (`reduce_splits`): measured best on an H100 from M = 32 to 2048 (sweep 3 of
+        bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
+        reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
-        sms = target().sm_count
-        tiles_per_point = band.work_items // (m * n)
-        best, best_score = (1, 1, 1), -1.0
-        for bm in TILE_CHOICES[1:]:
-            for bn in TILE_CHOICES[1:]:
-                if m % bm or n % bn or bm > 128 or bn > 128 or bm * bn < 256:
-                    continue
-                threads = max(32, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
-                tiles = tiles_per_point * (m // bm) * (n // bn)
-                compute = bm * bn / FMA_PER_CLOCK
-                loads = (bm + bn) * 4 / L2_BYTES_PER_CLOCK
-                efficiency = compute / max(compute, loads)
-                fill = tiles / (-(-tiles // sms) * sms)
-                score = efficiency * fill
-                if score > best_score + 1e-9 or (abs(score - best_score) <= 1e-9 and bm * bn > best[0] * best[1]):
-                    best, best_score = (bm, bn, threads), score
-        return best
+        bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
+        bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
+        return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
 
     def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
         """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
@@ -136,8 +125,13 @@ class Heuristic:
         return tm, tn
 
     def warp_rows(self, kernel: T.KernelOp, loop: T.ForOp) -> int:
-        """Register tiles a warp spans down the rows of a contraction's output tile: the warp's 32 tiles as R x
-        32 / R, with R minimizing the operand elements it reads per step (R * TM of A, 32 / R * TN of B)."""
+        """Register tiles a warp spans down the rows of a contraction's output tile (1: the threads' natural
+        row-major order). Grouping R x 32 / R tiles reads fewer distinct operand elements per step (R * TM of A,
+        32 / R * TN of B), but A's rows are K_CHUNK_BYTES apart in shared memory, so R rows of it TM apart fall in
+        one bank group: measured slower on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep2: 0.44x
+        of cuBLAS with R = 4 against 0.64x without), so it stays 1 until the rows are swizzled apart."""
+        if not RASTER_THREADS:
+            return 1
         widths = loop.vector_shape
         if len(widths) < 2:
             return 1
@@ -159,6 +153,23 @@ class Heuristic:
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
+
+    def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Blocks sharing one reduction (a contraction's): enough that the kernel has BLOCKS_PER_SM blocks for
+        each multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips
+        to fill)."""
+        if contraction_of(reduce) is None and not _holds_contraction(reduce):
+            return 1
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        want = BLOCKS_PER_SM * target().sm_count
+        trips = reduce.extents[0]
+        best = 1
+        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
+            if blocks * best >= want:
+                break
+            if trips % s == 0 and trips // s >= MIN_SHARE:
+                best = s
+        return best
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
@@ -216,6 +227,11 @@ class Heuristic:
     def unroll_ops(self, kernel: T.KernelOp, loop: T.LoopOp) -> int:
         """Most register-tile element operations an innermost loop may unroll fully to (tile-unroll)."""
         return UNROLL_OPS
+
+
+def _holds_contraction(reduce: T.ReduceOp) -> bool:
+    """A chunked contraction: the reduction whose trips hold the contraction's chunks."""
+    return any(contraction_of(r) is not None for r in reduce.walk() if isinstance(r, T.ReduceOp) and r is not reduce)
 
 
 _CURRENT = Heuristic()

@@ -80,14 +80,16 @@ def owners(kernel: T.KernelOp) -> list[Operation]:
 
 def _together(r: T.ReduceOp) -> bool:
     """A reduction every thread of the block runs trip by trip together: not distributed or vectorized, and every
-    thread loop around it gives each thread one work item."""
+    thread loop around it gives each thread one work item (a reduction around it split over blocks is fine: a
+    block's threads share its unit)."""
     if r.bind or r.vector > 1 or not any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
         return False
     k = T.kernel_of(r)
     for lp in T.enclosing_loops(r):
-        if isinstance(lp, T.ReduceOp) and (lp.bind or lp.vector > 1):
+        on_threads = any(a in T.THREAD_AXES for a in lp.bind)
+        if isinstance(lp, T.ReduceOp) and (on_threads or lp.vector > 1):
             return False
-        if any(a in T.THREAD_AXES for a in lp.bind) and lp.work_items != lp.units(k):
+        if on_threads and lp.work_items != lp.units(k):
             return False
     return True
 

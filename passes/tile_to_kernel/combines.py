@@ -5,13 +5,17 @@ through shared memory alone (shuffles need all 32 lanes)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from irforge.dialects import tile as T
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import SmemType
+from irforge.dialects.kernel.types import SmemType, element_type
+from irforge.dialects.scalar import CastOp
+from irforge.dialects.tile.algebra import affine_stores
 from irforge.dialects.tile.vectors import Lanes
 
 from irforge import index_expr as ix
-from irforge.ir import Operation
+from irforge.ir import Operation, Value
 from irforge.target import target
 from irforge.types import boolean, index
 
@@ -21,8 +25,10 @@ from .emit import combine_values, value_hint
 def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if not isinstance(op, T.CombineOp):
         return None
+    if len(op.over) == 1 and op.over[0] in T.BLOCK_AXES:
+        return affine_stores(op)
     if op.over != ("threadIdx.x",):
-        return f"combines over {', '.join(op.over)}; only combines over threadIdx.x are materialized yet"
+        return f"combines over {', '.join(op.over)}; only combines over threadIdx.x or one block axis are materialized"
     bx = kernel.axis_size("threadIdx.x")
     if bx & (bx - 1):
         return f"combines over {bx} threads along threadIdx.x; the shuffle ladder needs a power of two"
@@ -32,7 +38,72 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     return None
 
 
+# ---- across blocks --------------------------------------------------------------------------------------------
+# A combine over a block axis is materialized with atomics: every block adds its own partial carrier into the
+# output (zeroed by a kernel launched before), through the epilogue when that is affine in the carrier: each op on
+# the way keeps `value = coef * partial + const` (an `Affine`), the first block adds the constant part.
+@dataclass
+class Affine:
+    partial: Value  # this block's partial carrier (kernel value)
+    coef: Value | None = None  # None: 1
+    const: Value | None = None  # None: 0
+
+
+def affine_math(m, op) -> Value | None:
+    """The rule for an op on an affine value (None: no operand is one)."""
+    kb = m.kb
+    args = [m.affine.get(v) for v in op.operands]
+    if not any(args):
+        return None
+    if isinstance(op, CastOp):
+        m.affine[op.result] = args[0]
+        return args[0].partial
+    fn = op.fn
+    a = args[0] or args[1]
+    other = [m.get(v) for v, x in zip(op.operands, args) if x is None]
+    y = other[0] if other else None
+
+    def scale(x, f):
+        return None if x is None and f is None else kb.scalar(fn, x if x is not None else _one(kb, a), f)
+
+    if fn == "neg":
+        new = Affine(a.partial, kb.scalar("neg", a.coef or _one(kb, a)), a.const and kb.scalar("neg", a.const))
+    elif fn in ("mul", "div"):
+        new = Affine(a.partial, scale(a.coef, y), a.const and kb.scalar(fn, a.const, y))
+    elif fn == "add":
+        new = Affine(a.partial, a.coef, y if a.const is None else kb.scalar("add", a.const, y))
+    elif args[0] is not None:  # x - y
+        new = Affine(a.partial, a.coef, kb.scalar("neg", y) if a.const is None else kb.scalar("sub", a.const, y))
+    else:  # y - x
+        new = Affine(
+            a.partial, kb.scalar("neg", a.coef or _one(kb, a)), y if a.const is None else kb.scalar("sub", y, a.const)
+        )
+    m.affine[op.result] = new
+    return new.partial
+
+
+def _one(kb, a: Affine) -> Value:
+    return kb.const(1.0, element_type(a.partial.type))
+
+
+def contribution(m, a: Affine, axis: str) -> Value:
+    """This block's share of an affine value: coef * partial, plus the constant part in the axis's first block."""
+    kb = m.kb
+    v = a.partial if a.coef is None else kb.scalar("mul", a.coef, a.partial)
+    if a.const is None:
+        return v
+    first = kb.scalar("eq", m.axis(axis), kb.const(0, index))
+    zero = kb.const(0.0, element_type(a.const.type))
+    return kb.scalar("add", v, kb.scalar("select", first, a.const, zero))
+
+
 def combine(m, op: T.CombineOp) -> None:
+    if op.over[0] in T.BLOCK_AXES:
+        m.atomic_axis = op.over[0]
+        for r, v in zip(op.results, op.operands):
+            m.affine[r] = Affine(m.get(v))
+            m.env[r] = m.affine[r].partial
+        return
     n = m.tk.axis_size("threadIdx.x")
     carriers = [(monoid, [m.get(v) for v in vals]) for monoid, _, vals in op.carriers]
     if n == 1:  # one thread along x: its carrier is the combine

@@ -45,7 +45,7 @@ from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
 from . import combines, memory
-from .emit import combine_values, strided, value_hint
+from .emit import FULL_UNROLL, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
 _HW_HINTS |= {"blockIdx.x": "bx", "blockIdx.y": "by", "blockIdx.z": "bz"}
@@ -87,7 +87,8 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         why = combines.why_not(kernel, op) or memory.why_not(kernel, op)
         if why:
             return op, why
-        if isinstance(op, (T.CombineOp, T.StageOp)):
+        block_wide = isinstance(op, T.StageOp) or (isinstance(op, T.CombineOp) and op.over[0] in T.THREAD_AXES)
+        if block_wide:  # a cross-block combine adds its share with atomics: it needs no thread beside it
             for lp in T.enclosing_loops(op):
                 if any(a in T.THREAD_AXES for a in lp.bind) and lp.work_items % lp.units(kernel):
                     return op, (
@@ -111,7 +112,12 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
             params = memory.params(op)
-            module.body.insert_before(func, Materializer(op, params).build())
+            mat = Materializer(op, params)
+            module.body.insert_before(func, mat.build())
+            for buf in mat.zeroed:
+                name = f"{op.sym_name}_zero_{value_hint(buf) or 'out'}"
+                module.body.insert_before(func, zero_kernel(name, buf.type, op.loc))
+                func.body.insert_before(op, K.LaunchOp([buf], (), {"callee": SymbolRef(name)}, loc=op.loc))
             new = K.LaunchOp([b for b, _ in params], (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)
         else:
             continue
@@ -119,6 +125,22 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
         for old, r in zip(op.results, new.results):
             old.replace_all_uses_with(r)
         op.erase()
+
+
+def zero_kernel(name: str, t: TensorType, loc) -> K.KernelFuncOp:
+    """A kernel that sets every element of a buffer of type `t` to zero (16-byte stores where they divide it)."""
+    vec = max(1, 16 // t.dtype.bytes)
+    while t.numel % vec:
+        vec //= 2
+    threads, items = 256, t.numel // vec
+    grid = max(1, min(-(-items // threads), target().sm_count * 8))
+    kb = KernelBuilder.kernel(name, [PtrType(t.dtype)], grid, threads, names=["out"], loc=loc)
+    (out,) = kb.args
+    tid = kb.index(Val(kb.block_id("x", "bx")) * threads + Val(kb.thread_id("x", "tx")), "i")
+    zero = kb.const(0.0 if t.dtype.is_float else 0, t.dtype if vec == 1 else TensorType(t.dtype, (vec,)), "zero")
+    with strided(kb, Val(tid), items, grid * threads, hint="w") as (_, w):
+        kb.store(zero, out, [Val(w) * vec])
+    return kb.op
 
 
 class Materializer:
@@ -149,6 +171,9 @@ class Materializer:
         self.stage_smem: dict[T.StageOp, Value] = {}
         self.stage_bars: dict[T.StageOp, Value] = {}  # a `tma` stage's mbarriers
         self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
+        self.affine: dict[Value, combines.Affine] = {}  # values that are affine in a cross-block partial
+        self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
+        self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.n_smem = 0
         self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0
@@ -241,6 +266,10 @@ def _hint(op: Operation) -> str | None:
 
 
 def _scalar_math(m: Materializer, op: ScalarMathOp) -> None:
+    placeholder = combines.affine_math(m, op)
+    if placeholder is not None:  # an affine function of a cross-block partial: kept symbolic until its store
+        m.env[op.result] = placeholder
+        return
     m.env[op.result] = m.kb.scalar(op.fn, *(m.get(v) for v in op.operands), hint=_hint(op))
 
 
@@ -249,6 +278,10 @@ def _const(m: Materializer, op: ConstOp) -> None:
 
 
 def _cast(m: Materializer, op: CastOp) -> None:
+    placeholder = combines.affine_math(m, op)
+    if placeholder is not None:
+        m.env[op.result] = placeholder
+        return
     src = m.get(op.operand)
     m.env[op.result] = m.kb.cast(src, with_element_type(src.type, op.result.type), _hint(op))
 
@@ -271,6 +304,8 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
     w_count, units = op.work_items, op.units(m.tk)
     hint = (value_hint(op.ivs[0]) or "w") if len(op.ivs) == 1 and op.vector == 1 else "w"
     unroll = op.attributes.get("unroll")
+    if unroll is None and not op.bind and w_count <= FULL_UNROLL and not _holds_loops_or_collectives(op):
+        unroll = 0  # a few straight trips: unrolled, the compiler overlaps one trip's loads with another's math
     if op.bind and units == w_count and not carries:
         m.trip[op] = w = kb.index(m.unit(op.bind), hint)
         yield None, w
@@ -283,6 +318,10 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
         with strided(kb, lower, w_count, step, carries=carries, hint=hint, unroll=unroll) as (lp, w):
             m.trip[op] = w
             yield lp, w
+
+
+def _holds_loops_or_collectives(op: T.LoopOp) -> bool:
+    return any(isinstance(x, (T.LoopOp, T.StageOp, T.CombineOp)) for x in op.walk() if x is not op)
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from irforge.ir import Operation, Value
 from irforge.target import target
 from irforge.types import TensorType, index
 
+from . import combines
 from .emit import strided, value_hint
 
 
@@ -139,10 +140,11 @@ class Pattern:
     width: int | None  # elements per vector along the run dimension (None: the whole run)
 
 
-def pattern(op, lanes, row_strides, dtype, unit: int | None = None) -> Pattern:
-    """The access `op` makes in a memory whose dimensions have `row_strides` (a global buffer's, or a staged box's
-    with padded rows), in the lane context `lanes` (`vectors.loop_lanes(op)`). In a swizzled memory a vector never
-    leaves a swizzle unit of `unit` elements."""
+def pattern(op, lanes, mem) -> Pattern:
+    """The access `op` makes in `mem` (a global buffer's tensor type, or one slot of a staged box's shared memory,
+    rows padded and swizzled), in the lane context `lanes` (`vectors.loop_lanes(op)`)."""
+    smem = isinstance(mem, SmemType)
+    row_strides = mem.strides if smem else K.default_strides(mem.shape)
     exprs = [vectors.expand(e) for e in op.index_exprs()]
     offset: ix.IndexExpr = ix.Const(0)
     for e, s in zip(exprs, row_strides):
@@ -165,21 +167,22 @@ def pattern(op, lanes, row_strides, dtype, unit: int | None = None) -> Pattern:
             shape.append(ld.size)
             strides.append(c)
     p = Pattern(tuple(shape), tuple(strides), tuple(lane_shape), offset, None)
-    p.width = _vector_width(p, dtype, lanes, unit)
+    p.width = _vector_width(p, mem.dtype, lanes, swizzle_unit(mem) if smem else None, mem.shape[-1] if smem else None)
     return p
 
 
-def _vector_width(p: Pattern, dtype, lanes, unit: int | None) -> int | None:
+def _vector_width(p: Pattern, dtype, lanes, unit: int | None, row: int | None) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
     group's length. In a swizzled memory a vector stays inside one swizzle unit: at most `unit` elements, starting
-    at a multiple of its length."""
+    at a multiple of its length; in shared memory, inside a row of `row` elements (rows may be padded)."""
     known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in lanes}
     d = K.run_dim(p.shape, p.strides)
     if d is None:
         return None
     nbytes = element_bytes(dtype)
     run = p.shape[d]
+    row = row or run
     w = run
     while w > 1:
         size = w * nbytes
@@ -189,7 +192,7 @@ def _vector_width(p: Pattern, dtype, lanes, unit: int | None) -> int | None:
             legal = legal and w <= unit
             align = w
         aligned = multiple_of(p.offset, align, known) and all(s % align == 0 for k, s in enumerate(p.strides) if k != d)
-        if legal and aligned and run % w == 0:
+        if legal and aligned and run % w == 0 and row % w == 0:
             break
         w //= 2
     return None if w == run else w
@@ -211,12 +214,11 @@ def swizzle_unit(t: SmemType) -> int | None:
 def _access(m, op) -> Access:
     src = op.operands[0]
     if src in m.ptr:
-        p = pattern(op, m.lanes, K.default_strides(src.type.shape), src.type.dtype)
+        p = pattern(op, m.lanes, src.type)
         return Access(m.ptr[src], [m.kexpr(vectors.flat_offset(op))], p, src.type.dtype)
     st = m.staged[src]
     t = st.smem.type
-    rows = t.strides[1:] if st.ring > 1 else t.strides
-    p = pattern(op, m.lanes, rows, t.dtype, swizzle_unit(t))
+    p = pattern(op, m.lanes, SmemType(t.dtype, t.shape[1:], t.swizzle) if st.ring > 1 else t)
     base = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
     if st.ring > 1:
         base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
@@ -257,6 +259,10 @@ def load(m, op: T.LoadOp) -> None:
 def store(m, op: T.StoreOp) -> None:
     kb = m.kb
     a = _access(m, op)
+    affine = m.affine.get(op.value)
+    if affine is not None:
+        _add_share(m, op, a, affine)
+        return
     value = m.get(op.value)
     want = TensorType(a.dtype, a.pattern.lanes) if any(n > 1 for n in a.pattern.lanes) else a.dtype
     if value.type != want:
@@ -269,9 +275,32 @@ def store(m, op: T.StoreOp) -> None:
         _tile_access(m, op, a, value)
 
 
-def single_writer(m, op: Operation) -> Value | None:
-    """The condition under which this thread performs a store at `op` (None: every thread that reaches it)."""
-    bound = T.bound_axes(op)
+def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
+    """A store of a value affine in a cross-block partial: every block adds its share (no single writer along the
+    combine's axis) into the buffer, which a kernel launched before zeroes."""
+    kb = m.kb
+    if op.buffer not in m.zeroed:
+        m.zeroed.append(op.buffer)
+    value = combines.contribution(m, affine, m.atomic_axis)
+    p = a.pattern
+    lanes = TensorType(a.dtype, p.lanes) if any(n > 1 for n in p.lanes) else a.dtype
+    if value.type != lanes:
+        value = kb.splat(value, lanes)
+    if isinstance(lanes, TensorType) and p.shape != p.lanes:
+        value = kb.reshape(value, TensorType(a.dtype, p.shape))
+    strides = p.strides if isinstance(lanes, TensorType) else None
+    cond = single_writer(m, op, skip=m.atomic_axis)
+    if cond is None:
+        kb.atomic("add", value, a.mem, a.base, strides)
+        return
+    with kb.if_(cond) as br, br.then():
+        kb.atomic("add", value, a.mem, a.base, strides)
+
+
+def single_writer(m, op: Operation, skip: str | None = None) -> Value | None:
+    """The condition under which this thread performs a store at `op` (None: every thread that reaches it); `skip`:
+    an axis whose every unit stores (adding its share)."""
+    bound = T.bound_axes(op) | {skip}
     cond = None
     for a in T.AXES:
         if a not in bound and m.tk.axis_size(a) > 1:
