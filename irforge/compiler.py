@@ -6,8 +6,9 @@
     outs = prog()                # the level's reference interpreter on the example inputs
     prog.check()                 # compared with PyTorch eager: one Comparison per output
 
-`LOWERINGS` says how each level is reached from the torch level; adding a level is adding an entry (its pipeline
-runs after the previous level's).
+The lowering is the named pipeline `torch-to-cuda` (pipelines/torch-to-cuda.pipeline), one step per level: lowering
+to a level runs its steps up to the one that reaches that level. `pipeline=` replaces it; `after=` and `before=`
+run more passes at named points of it (`after={"loop-to-tile": "my-pass"}`).
 """
 
 from __future__ import annotations
@@ -17,36 +18,82 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .diagnostics import IRForgeError, error
+from .dialect import LEVELS
 from .ir import Operation
 from .location import UnknownLoc
+from .pass_manager import ScheduledPass
 from .printer import print_module
 
-# level -> the named pipeline that lowers the previous level to it, in order from the top
-LOWERINGS: dict[str, str] = {
-    "torch": "",
-    "tensor": "torch-to-tensor",
-    "loop": "tensor-to-loop",
-    "tile": "loop-to-tile",
-    "kernel": "tile-to-kernel",
-    "cuda": "kernel-to-cuda",
-}
+LOWERING = "torch-to-cuda"  # the named pipeline from captured torch IR to CUDA
 
 
-def levels() -> list[str]:
-    return list(LOWERINGS)
+def lowering(
+    level: str | None = "cuda", *, pipeline: str | None = None, after=None, before=None
+) -> list[ScheduledPass]:
+    """The passes that lower freshly captured torch IR: `pipeline` when given, else the default lowering cut after
+    the step that reaches `level`. `after` and `before` ({point: pipeline}) run pipelines after or before every
+    place a pass or named pipeline of that lowering (`tile-blockify`, `loop-to-tile`) runs."""
+    from .pipeline import check_levels, expand, parse_pipeline
+
+    if pipeline is not None:
+        schedule = expand(parse_pipeline(pipeline), "<pass-pipeline>")
+    else:
+        if level not in LEVELS:
+            raise error(f"unknown level '{level}' (levels: {', '.join(LEVELS)})")
+        schedule = _cut(expand(parse_pipeline(LOWERING, f"<{LOWERING}>"), f"<{LOWERING}>"), level)
+    for where, points in (("after", after or {}), ("before", before or {})):
+        for point, text in points.items():
+            schedule = _insert(schedule, where, point, text, level if pipeline is None else None)
+    check_levels(schedule, "torch")
+    return schedule
 
 
-def pipeline_to(level: str) -> str:
-    """The pipeline text lowering freshly captured torch IR to `level`."""
-    if level not in LOWERINGS:
-        raise error(f"unknown level '{level}' (levels: {', '.join(LOWERINGS)})")
-    steps = []
-    for lvl, pipe in LOWERINGS.items():
-        if pipe:
-            steps.append(pipe)
-        if lvl == level:
+def _cut(schedule: list[ScheduledPass], level: str) -> list[ScheduledPass]:
+    """The steps of the lowering (its top-level elements) up to the one that leaves the IR at `level`."""
+    out, cur = [], "torch"
+    for _, step in _steps(schedule):
+        if cur == level:
             break
-    return ",".join(steps)
+        out += step
+        cur = next((sp.pass_.leaves_level() for sp in reversed(step) if sp.pass_.leaves_level() != "any"), cur)
+    return out
+
+
+def _steps(schedule: list[ScheduledPass]):
+    """(name, passes) for each top-level element of the lowering: a named pipeline it includes, or a pass."""
+    step: list[ScheduledPass] = []
+    for sp in schedule:
+        name = sp.within[1] if len(sp.within) > 1 else sp.pass_.name
+        if step and (name != step[0][0] or len(sp.within) < 2):
+            yield step[0][0], [x for _, x in step]
+            step = []
+        step.append((name, sp))
+    if step:
+        yield step[0][0], [x for _, x in step]
+
+
+def _insert(schedule: list[ScheduledPass], where: str, point: str, text: str, level: str | None):
+    """`schedule` with the pipeline `text` run after (or before) each run of consecutive passes that are, or come
+    from, `point`."""
+    from .pipeline import _suggest, expand, parse_pipeline
+
+    source = f"<--{where} {point}>"
+    extra = expand(parse_pipeline(text, source), source)
+    hits = [i for i, sp in enumerate(schedule) if point == sp.pass_.name or point in sp.within]
+    if not hits:
+        names = list(dict.fromkeys(n for sp in schedule for n in (*sp.within[1:], sp.pass_.name)))
+        what = f"the lowering to the {level} level" if level else "the pipeline"
+        raise error(f"--{where} {point}: {what} runs no pass or pipeline '{point}'{_suggest(point, names)}")
+    runs = (
+        [i for k, i in enumerate(hits) if (k == 0 or hits[k - 1] != i - 1)]
+        if where == "before"
+        else [i + 1 for k, i in enumerate(hits) if k == len(hits) - 1 or hits[k + 1] != i + 1]
+    )
+    out, last = [], 0
+    for at in runs:
+        out += schedule[last:at] + list(extra)
+        last = at
+    return out + schedule[last:]
 
 
 @dataclass
@@ -76,11 +123,22 @@ class Program:
         return compare_outputs(self(), self.expected, output_types(self.module))
 
 
-def compile(model, *example_inputs, ir: str = "tensor", instrumentations=()) -> Program:
-    """Compile an `nn.Module` (or a function of tensors) on example inputs down to level `ir`."""
+def compile(
+    model,
+    *example_inputs,
+    ir: str = "tensor",
+    pipeline: str | None = None,
+    after=None,
+    before=None,
+    instrumentations=(),
+) -> Program:
+    """Compile an `nn.Module` (or a function of tensors) on example inputs down to level `ir`, or through
+    `pipeline` (pipeline text run on the captured torch IR). `after` / `before`: {point: pipeline} insert passes
+    (plugins' included) into the default lowering: `after={"loop-to-tile": "my-pass"}`."""
     from .frontend import from_module
 
-    return compile_program(from_module(model, example_inputs), ir, instrumentations)
+    tp = from_module(model, example_inputs)
+    return compile_program(tp, ir, instrumentations, pipeline=pipeline, after=after, before=before)
 
 
 def params_in_use(module: Operation, params: dict) -> dict:
@@ -90,12 +148,14 @@ def params_in_use(module: Operation, params: dict) -> dict:
     return {k: v for k, v in params.items() if k in used}
 
 
-def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
-    """Capture a `frontend.TorchProgram` and lower it to level `ir`."""
+def compile_program(tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None):
+    """Capture a `frontend.TorchProgram` and lower it (see `lowering`)."""
     from .dialects.torch.capture import capture, to_numpy
-    from .pass_manager import run_pipeline
+    from .instrumentation import VerifyEach
+    from .pass_manager import PassManager
+    from .pipeline import module_level, schedule_text
 
-    pipeline = pipeline_to(ir)
+    schedule = lowering(ir, pipeline=pipeline, after=after, before=before)
     try:
         captured = capture(tp.model, tp.inputs, tp.input_names)
     except IRForgeError as e:
@@ -104,11 +164,10 @@ def compile_program(tp, ir: str = "tensor", instrumentations=()) -> Program:
         raise
     func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
     names = [a.name_hint for a in func.body.args]
-    if pipeline:
-        run_pipeline(captured.module, pipeline, instrumentations=instrumentations)
+    PassManager(schedule, [VerifyEach(), *instrumentations], schedule_text(schedule)).run(captured.module)
     return Program(
         module=captured.module,
-        level=ir,
+        level=module_level(captured.module) or "torch",
         params=params_in_use(captured.module, captured.params),
         input_names=names,
         inputs=[to_numpy(t) for t in tp.inputs],

@@ -64,7 +64,20 @@ class IRForgeError(Exception):
             self.diagnostics = [Diagnostic("error", message, loc, list(notes))]
         super().__init__(self.diagnostics[0].message if self.diagnostics else "error")
 
-    def __str__(self) -> str:  # the first message as it is now (callers may add context to it)
+    def __str__(self) -> str:
+        """`file:line:col: message` (the message alone when it has no location), then any notes and further
+        diagnostics as the tools print them, without the quoted source lines `render` adds."""
+        if not self.diagnostics:
+            return "error"
+        first, *rest = self.diagnostics
+        flc = first.loc.file_line_col()
+        lines = [f"{flc.file}:{flc.line}:{flc.col}: {first.message}" if flc else first.message]
+        lines += [d.render(with_source=False) for d in (*first.notes, *rest)]
+        return "\n".join(lines)
+
+    @property
+    def message(self) -> str:
+        """The first diagnostic's message alone."""
         return self.diagnostics[0].message if self.diagnostics else "error"
 
     @property

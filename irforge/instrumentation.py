@@ -3,8 +3,8 @@
 | flag                                     | instrumentation |
 |------------------------------------------|-----------------|
 | verify after each pass (default on)      | `VerifyEach`    |
-| irforge compile -v                       | `PrintPassNames` (and the passes' remarks) |
-| irforge-opt --remarks                    | `PrintRemarks`  |
+| irforge compile -v                       | `PrintPassNames`, `Remarks` |
+| -debug-only=PASS[,PASS]                  | `Remarks`       |
 | --print-ir-before/after[-all,-change,-failure] | `PrintIR` |
 | --print-ir-diff                          | `PrintIRDiff`   |
 | --print-ir-tree-dir=DIR                  | `IRTreeDir`     |
@@ -18,10 +18,13 @@ import difflib
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
+from .diagnostics import Diagnostic
 from .hashing import structural_hash
+from .ir import Operation
 from .pass_manager import Instrumentation, Timer
-from .printer import print_module
+from .printer import Printer, print_module
 from .verifier import verify_or_raise
 
 
@@ -41,12 +44,10 @@ class VerifyEach(Instrumentation):
 
 
 class PrintPassNames(Instrumentation):
-    """One line per pass: its pipeline text (name and options) as it starts, then how long it took, then the
-    remarks it made."""
+    """One line per pass: its pipeline text (name and options) as it starts, then how long it took."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
-        self._remarks: list = []
 
     def before_pass(self, p, module):
         self.stream.write(f"pass {p.text()}")
@@ -55,29 +56,52 @@ class PrintPassNames(Instrumentation):
 
     def after_pass(self, p, module):
         self.stream.write(f"  ({(time.perf_counter() - self._t0) * 1e3:.1f} ms)\n")
-        self._flush_remarks()
 
     def after_failed_pass(self, p, module, err):
         self.stream.write("  FAILED\n")
-        self._flush_remarks()
-
-    def remark(self, p, remark):
-        self._remarks.append(remark)
-
-    def _flush_remarks(self):
-        for r in self._remarks:
-            self.stream.write("  " + r.render(with_source=False) + "\n")
-        self._remarks.clear()
 
 
-class PrintRemarks(Instrumentation):
-    """Every remark a pass makes, as it makes it: `file:line:col: remark: pass-name: why`, with the source line."""
+@dataclass
+class Remark:
+    """What a pass said about a decision at an op (`Pass.remark`)."""
 
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
+    pass_name: str
+    op: Operation = field(repr=False)
+    message: str
 
-    def remark(self, p, remark):
-        self.stream.write(remark.render() + "\n")
+    def __str__(self) -> str:
+        return Diagnostic("remark", f"[{self.pass_name}] {self.message}", self.op.loc).render(with_source=False)
+
+
+class Remarks(Instrumentation):
+    """The remarks of the passes named in `only` (every pass when None), each once per pass: kept in `records`,
+    and, with a stream, written there as `file:line:col: remark: [pass] message` lines once the pass is done."""
+
+    def __init__(self, only=None, stream=None):
+        self.only = None if only is None else set(only)
+        self.stream = stream
+        self.records: list[Remark] = []
+        self._pending: list[Remark] = []
+
+    def before_pass(self, p, module):
+        self._seen: set = set()
+
+    def remark(self, p, op, message):
+        key = (id(op), message)  # a pass that sweeps to a fixpoint may decide the same thing twice: say it once
+        if (self.only is None or p.name in self.only) and key not in self._seen:
+            self._seen.add(key)
+            r = Remark(p.name, op, message)
+            self.records.append(r)
+            self._pending.append(r)
+
+    def after_pass(self, p, module):
+        if self.stream is not None and self._pending:
+            self.stream.write("".join(f"{r}\n" for r in self._pending))
+            self.stream.flush()
+        self._pending = []
+
+    def after_failed_pass(self, p, module, err):
+        self.after_pass(p, module)
 
 
 class _Printing(Instrumentation):
@@ -122,13 +146,16 @@ class PrintIR(_Printing):
 
 
 class PrintIRDiff(_Printing):
-    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines."""
+    """A unified diff per pass that changed the IR, framed by `>>> pass` and `<<< pass` lines. Values the pass kept
+    keep their names on both sides, so a pass that erases `%3` shows that line, not every later one renumbered."""
 
     def before_pass(self, p, module):
-        self._before = self.text(module)
+        printer = Printer(generic=self.generic, debuginfo=self.debuginfo)
+        self._before = printer.module_to_string(module)
+        self._names = printer.assigned
 
     def after_pass(self, p, module):
-        after = self.text(module)
+        after = Printer(generic=self.generic, debuginfo=self.debuginfo, names=self._names).module_to_string(module)
         if after == self._before:
             return
         diff = difflib.unified_diff(

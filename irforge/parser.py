@@ -626,6 +626,22 @@ class _Builder:
         return region
 
 
+def read_source(path: str) -> str:
+    """A source file's text; a missing file or one that is not UTF-8 is a located error."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise error(f"cannot open input file '{path}': no such file") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
+        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
+
+
 def parse_module(
     text: str, file: str = "<input>", *, allow_unregistered: bool = False, verify: bool = True, line_offset: int = 0
 ) -> Operation:

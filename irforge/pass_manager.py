@@ -12,15 +12,18 @@ A pass is a class in its own file under `passes/`:
 
         threads: int = option(256, domain=Pow2(32, 1024), help="threads per block")
 
+        def check(self, op): ...                             # why these options cannot apply to `op` (None: they can)
         def run(self, op): ...                               # edit `op` in place; raise op.error(...) to fail
-                                                             # self.remark(op, "why") explains a decision (-v)
 
 Options are typed fields with defaults and, where tunable, a declared domain. A kernel may override them with its
-`tune = {tile-blockify = {threads = 128}}` attribute; the pass manager applies those before `run`.
+`tune = {tile-blockify = {threads = 128}}` attribute; the pass manager applies those, then calls `check` (a reason
+is a located error: a refused option is never a silent no-op), then `run`. A pass explains its decisions with
+`self.remark(op, "...")`: `irforge-opt -debug-only=NAME` and `irforge compile -v` show them.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import os
 import re
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .attributes import DictAttr
-from .diagnostics import Diagnostic, IRForgeError
+from .diagnostics import IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
 from .location import Location
@@ -231,15 +234,18 @@ class Pass:
     def run(self, op: Operation) -> None:
         raise NotImplementedError
 
-    def check(self, op: Operation) -> str | None:
-        """Why this pass, with these options, cannot apply to `op` (None when it can). The tuner prunes with it."""
+    def check(self, op: Operation) -> str | tuple[Operation, str] | None:
+        """Why this pass, with these options, cannot apply to `op`: the reason, or (the op at fault, the reason);
+        None when it can. The pass manager calls it before `run` and reports a reason as a located error; the tuner
+        prunes with it."""
         return None
 
     def remark(self, op: Operation, message: str) -> None:
-        """Say why the pass decided what it did at `op` (or why it declined): a located remark, which the running
-        pass manager hands to its instrumentations (`irforge compile -v`, `irforge-opt --remarks` show them)."""
-        for ins in _RUNNING[-1] if _RUNNING else ():
-            ins.remark(self, Diagnostic("remark", f"{self.name}: {message}", op.loc))
+        """Say what this pass decided at `op` and why, above all why it declined ("staging skipped: the box (64 KB)
+        exceeds the budget (32 KB)"). Instrumentations receive it (`-debug-only=NAME`, `irforge compile -v`);
+        outside a pass manager it goes nowhere."""
+        for ins in _LISTENERS.get():
+            ins.remark(self, op, message)
 
     def text(self) -> str:
         """The pass as pipeline text, every option spelled out."""
@@ -260,12 +266,13 @@ class Instrumentation:
 
     def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError) -> None: ...
 
+    def remark(self, p: Pass, op: Operation, message: str) -> None: ...
+
     def after_pipeline(self, module: Operation) -> None: ...
 
-    def remark(self, p: Pass, remark: Diagnostic) -> None: ...
 
-
-_RUNNING: list[list[Instrumentation]] = []  # the instrumentations of the pass managers running now, innermost last
+# The instrumentations of the pass manager running now: where `Pass.remark` delivers.
+_LISTENERS: contextvars.ContextVar[tuple[Instrumentation, ...]] = contextvars.ContextVar("listeners", default=())
 
 
 class PassFailure(IRForgeError):
@@ -303,11 +310,13 @@ def _collect(op: Operation, anchor: str, out: list) -> None:
 
 @dataclass
 class ScheduledPass:
-    """One pass of an expanded pipeline: the pass, its nesting path below the module, and where it was written."""
+    """One pass of an expanded pipeline: the pass, its nesting path below the module, where it was written, and the
+    named pipelines it came from (outermost first)."""
 
     pass_: Pass
     path: tuple[str, ...]
     loc: Location | None = None
+    within: tuple[str, ...] = ()
 
 
 class PassManager:
@@ -317,11 +326,11 @@ class PassManager:
         self.pipeline_text = pipeline_text
 
     def run(self, module: Operation) -> None:
-        _RUNNING.append(self.instrumentations)
+        token = _LISTENERS.set(tuple(self.instrumentations))
         try:
             self._run(module)
         finally:
-            _RUNNING.pop()
+            _LISTENERS.reset(token)
 
     def _run(self, module: Operation) -> None:
         for ins in self.instrumentations:
@@ -364,6 +373,10 @@ class PassManager:
                     inst = p.with_options(overrides)
                 except ValueError as e:
                     raise op.error(f"has a bad 'tune' override for pass '{p.name}': {e}") from None
+            why = inst.check(op)
+            if why:
+                at, reason = why if isinstance(why, tuple) else (op, why)
+                raise at.error(reason)
             inst.run(op)
 
 

@@ -157,7 +157,7 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             sub = path
             if cls.anchor != "builtin.module" and (not path or path[-1] != cls.anchor):
                 sub = (*path, cls.anchor)
-            out.append(ScheduledPass(p, sub, loc))
+            out.append(ScheduledPass(p, sub, loc, stack))
         elif el.name in pipelines:
             if el.options:
                 raise error(f"named pipeline '{el.name}' takes no options", loc)

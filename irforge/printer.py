@@ -103,19 +103,29 @@ class _Scope:
 
 
 class Printer:
-    def __init__(self, *, generic: bool = False, debuginfo: bool = False, indent_width: int = 2):
+    """Prints ops. `names` pins names (`{value: "%x"}`, from an earlier printer's `assigned`): those values keep
+    them where no other value of their scope took them first, and new values avoid them, so two printings of a module
+    before and after a pass differ only where the pass changed something, not where it shifted the numbering."""
+
+    def __init__(
+        self, *, generic: bool = False, debuginfo: bool = False, indent_width: int = 2, names: dict | None = None
+    ):
         self.generic = generic
         self.debuginfo = debuginfo
         self.indent_width = indent_width
         self._out: list[str] = []
         self._indent = 0
         self._scope = _Scope(None)
+        self._pinned = names or {}
+        self._reserved: set[str] = set()  # the pinned names of the values being printed
+        self.assigned: dict[Value, str] = {}  # every value's name, as printed
 
     # ---- entry points -------------------------------------------------------------------------------------------
     def module_to_string(self, module: Operation) -> str:
         """A module prints as its top-level ops; it is explicit when it carries attributes or a location, or holds
         just one module (which would otherwise read back as the top-level module itself)."""
         self._out = []
+        self._reserve(module)
         if (
             module.name == "builtin.module"
             and not module.attributes
@@ -136,8 +146,18 @@ class Printer:
 
     def op_to_string(self, op: Operation) -> str:
         self._out = []
+        self._reserve(op)
         self.print_op(op)
         return "".join(self._out)
+
+    def _reserve(self, root: Operation) -> None:
+        if self._pinned:
+            defined = (
+                v
+                for op in root.walk()
+                for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args))
+            )
+            self._reserved = {self._pinned[v][1:] for v in defined if v in self._pinned}
 
     # ---- writing helpers for custom printers --------------------------------------------------------------------
     def write(self, *parts: str) -> None:
@@ -264,19 +284,23 @@ class Printer:
     def _define(self, v: Value) -> str:
         s = self._scope
         hint = v.name_hint
-        if hint and not hint.isdigit():
+        pinned = self._pinned.get(v)
+        taken = s.used | self._reserved if self._reserved else s.used
+        if pinned is not None and pinned[1:] not in s.used:
+            name = pinned[1:]
+        elif hint and not hint.isdigit():
             base = hint if _BARE_ID.match(hint) else _sanitize(hint)
             name, k = base, 0
-            while name in s.used:
+            while name in taken:
                 k += 1
                 name = f"{base}_{k}"
         else:
-            while str(s.next_id) in s.used:
+            while str(s.next_id) in taken:
                 s.next_id += 1
             name = str(s.next_id)
             s.next_id += 1
         s.used.add(name)
-        s.names[v] = "%" + name
+        s.names[v] = self.assigned[v] = "%" + name
         return "%" + name
 
 

@@ -3,8 +3,8 @@
 Built-ins are found by walking the `irforge.dialects` and `irforge.passes` packages; plugins register through the
 entry-point groups `irforge.dialects` (a `Dialect`, or a module defining `dialect`), `irforge.passes` (a `Pass`
 subclass, or a module whose `Pass` subclasses are all registered) and `irforge.pipelines` (a module or package
-whose folder holds `.pipeline` files, or a path). Everything is loaded on first use; a name registered twice is an error
-naming both sources.
+whose folder holds `.pipeline` files, or a path). Everything is loaded on first use; a name registered twice, or a
+pipeline named like a pass, is an error naming both sources.
 """
 
 from __future__ import annotations
@@ -112,6 +112,11 @@ class Registry:
                 path = Path(obj.__file__).parent if hasattr(obj, "__file__") else Path(obj)
                 for f in sorted(path.glob("*.pipeline")) if path.is_dir() else [path]:
                     self._add_pipeline(found, f.name, f.read_text(encoding="utf-8"), str(f))
+            passes = self.passes()
+            for name, p in found.items():
+                if name in passes:  # in a pipeline's text a name must mean one thing
+                    where = self.sources[("pass", name)]
+                    raise IRForgeError(f"pipeline '{name}' ({p.source}) has the name of a pass (from {where})")
             self._pipelines = found
         return self._pipelines
 

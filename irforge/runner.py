@@ -2,7 +2,7 @@
 
     prog = compile_program(frontend.from_snippet(code), "cuda")
     results = check_on_gpu(prog)          # [(output array, Comparison with PyTorch eager)] per output
-    case, systems = bench_setup(tp, prog)  # a bench.harness Case and its irforge System
+    case, system = bench_case(tp, prog)   # an irforge.bench Case and its irforge System
 
 A program at the cuda level runs through `irforge.runtime.Executor` (NVRTC, module load, launches on torch
 tensors); its params come from the capture (`prog.params`), its inputs are the example inputs the program was
@@ -10,10 +10,6 @@ captured with, and the reference is PyTorch eager's outputs on them (`prog.expec
 """
 
 from __future__ import annotations
-
-import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +46,50 @@ def check_on_gpu(prog, *, sync_each: bool = True) -> list[tuple[np.ndarray, obje
     return [(o, compare(o, e, t.dtype)) for o, e, t in zip(outs, prog.expected, types)]
 
 
+def run_on_gpu(prog) -> list[np.ndarray]:
+    """Run the program once on its inputs; its outputs."""
+    import torch
+
+    outs = [to_numpy(o.clone()) for o in executor(prog)(*prog.inputs)]
+    torch.cuda.synchronize()
+    return outs
+
+
+def load_cuda_program(path: str, model: str | None = None):
+    """A cuda-level .ir file as a `Program`. Its params and inputs come from the Python file it was compiled from
+    (`model`: its weights, example inputs and eager outputs, the reference), else are drawn at random (seeded by
+    each param's name and by position, as the interpreters draw them), with no reference."""
+    from .compiler import Program, compile_program
+    from .dialects.cuda import ops as C
+    from .interpreter import param_value, random_array
+    from .location import FileLineColLoc
+    from .parser import parse_module, read_source
+    from .pipeline import module_level
+
+    module = parse_module(read_source(path), path)
+    level = module_level(module)
+    if level != "cuda":
+        raise error(
+            f"irforge run takes cuda-level IR, and this file is at the {level} level; lower it first: "
+            f"irforge-opt {path} --pass-pipeline=PIPE",
+            FileLineColLoc(path, 1, 1),
+        )
+    inputs = sorted((op for op in module.walk() if isinstance(op, C.InputOp)), key=lambda op: op.attributes["position"])
+    names = [op.result.name_hint or f"arg{op.attributes['position']}" for op in inputs]
+    if model is not None:
+        from .frontend import from_file
+
+        captured = compile_program(from_file(model), "torch")
+        return Program(module, "cuda", captured.params, names, captured.inputs, captured.expected)
+    rng = np.random.default_rng(0)
+    params = {
+        op.attributes["sym"].name: param_value(op.attributes["sym"].name, op.result.type, None, 0)
+        for op in module.walk()
+        if isinstance(op, C.ParamOp)
+    }
+    return Program(module, "cuda", params, names, [random_array(op.result.type, rng) for op in inputs])
+
+
 def _output_types(prog) -> list:
     from .dialects.cuda import ops as C
 
@@ -60,46 +100,18 @@ def _output_types(prog) -> list:
     raise error("the module has no cuda.program")
 
 
-def harness_module():
-    """The repository's `bench/harness.py` (the benchmark method of BENCHMARKS.md)."""
-    root = Path(__file__).resolve().parent.parent / "bench"
-    if not (root / "harness.py").exists():
-        raise error(f"benchmarking needs the repository's bench/harness.py (looked in {root})")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import harness
-
-    return harness
-
-
-def bench_setup(tp, prog, name: str = "program"):
-    """A harness `Case` for the program (inputs on the GPU, eager on the GPU as the reference) and the `System`
-    that runs it through irforge."""
+def bench_case(tp, prog, name: str = "program"):
+    """A bench `Case` for a captured program (its example inputs, its module as the eager reference) and the
+    `System` that runs the compiled program through irforge."""
     import copy
 
-    import torch
+    from .bench.case import Case, Input
+    from .bench.harness import System, executor_fn
 
-    harness = harness_module()
-    model = copy.deepcopy(tp.model).to("cuda")
-    inputs = tuple(t.to("cuda") for t in tp.inputs)
-    nbytes = sum(t.numel() * t.element_size() for t in [*tp.inputs, *tp.outputs])
-    nbytes += sum(math.prod(a.shape) * _itemsize(prog, k) for k, a in prog.params.items())
-
-    def eager(*xs):
-        with torch.no_grad():
-            return model(*xs)
-
-    case = harness.Case(name, lambda: inputs, eager, bytes=nbytes)
-    exe = executor(prog)
-    system = harness.System("irforge", lambda c: exe)
-    return case, system
-
-
-def _itemsize(prog, param: str) -> int:
-    from .dialects.cuda import ops as C
-    from .dialects.kernel.types import element_bytes
-
-    for op in prog.module.walk():
-        if isinstance(op, C.ParamOp) and op.attributes["sym"].name == param:
-            return element_bytes(op.result.type.dtype)
-    return 4
+    inputs = tuple(
+        Input(n, tuple(t.shape), t.dtype, lambda gen, device, t=t: t.to(device))
+        for n, t in zip(tp.input_names, tp.inputs)
+    )
+    case = Case(name, "program", inputs, flops=0, module=lambda: copy.deepcopy(tp.model))
+    run = executor_fn(executor(prog))
+    return case, System("irforge", lambda case, program: run)

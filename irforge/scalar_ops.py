@@ -186,6 +186,10 @@ class Monoid:
     summary: str = ""
 
     def identity(self, dtype: ScalarType, component: int = 0):
+        """The identity of carrier component `component`, as a Python value of `dtype`."""
+        return dtype.as_python(self._identity(dtype, component))
+
+    def _identity(self, dtype: ScalarType, component: int):
         if self.name == "online":
             return float("-inf") if component == 0 else 0.0
         if self.name == "add":

@@ -47,6 +47,10 @@ class ScalarType(Type):
     def is_signed(self) -> bool:
         return _SCALAR_INFO[self.name][1] in "fi"
 
+    def as_python(self, value):
+        """`value` as the Python number a constant of this type holds: float, bool or int."""
+        return float(value) if self.is_float else bool(value) if self.name == "bool" else int(value)
+
     def __str__(self) -> str:
         return self.name
 

@@ -15,7 +15,6 @@ from irforge.location import FileLineColLoc, NameLoc
 from irforge.parser import parse_module
 from irforge.pass_manager import run_pipeline
 from irforge.printer import print_module
-from irforge.registry import registry
 from irforge.runtime.nvrtc import compile_cuda
 from irforge.scalar_ops import SCALAR_OPS
 from irforge.types import ScalarType
@@ -45,10 +44,6 @@ def test_every_example_emits_and_compiles_for_sm90a(ex):
     cubin = compile_cuda(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")
     assert cubin.image[:4] == b"\x7fELF"
     assert "error" not in cubin.log
-
-
-def test_named_pipeline_is_registered():
-    assert "kernel-to-cuda" in registry().pipelines()
 
 
 def test_readable_output_names_origins_and_launch_config():

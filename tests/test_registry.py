@@ -129,3 +129,13 @@ def test_duplicate_op_names_across_dialects(fake_plugins):
         IRForgeError, match=r"operation 'mine.op' is registered twice: by dialect mine and by dialect mine"
     ):
         registry().op_class("mine.op")
+
+
+def test_a_pipeline_may_not_take_a_pass_name(fake_plugins, tmp_path):
+    (tmp_path / "cse.pipeline").write_text("# shadows the cse pass\ndce\n")
+    fake_plugins({"irforge.pipelines": [("shadow", tmp_path)]})
+    with pytest.raises(IRForgeError) as info:
+        registry().pipelines()
+    assert str(info.value) == (
+        f"pipeline 'cse' ({tmp_path / 'cse.pipeline'}) has the name of a pass (from irforge.passes.generic.cse)"
+    )

@@ -1,8 +1,11 @@
-"""irforge: compile PyTorch programs (and, as later levels land, run, benchmark and tune them).
+"""irforge: compile PyTorch programs to any level, and run them on a GPU.
 
     irforge compile -c "nn.RMSNorm(2048)(torch.randn(1,32,2048))" --ir tensor
     irforge compile model.py --ir torch -o model.ir
     irforge compile -c "x=torch.randn(16,64); torch.softmax(x, -1)" --check -vv
+    irforge compile model.py --ir tile --after loop-to-tile=my-pass      # a plugin pass in the default lowering
+    irforge run model.py                                                  # on a GPU, compared with eager
+    irforge run model.cuda.ir --model model.py                            # a cuda-level file, the model's weights
 
 Each subcommand is a `Command`: its `add_arguments(parser)` and `run(args, out, err)`; registering one in `COMMANDS`
 is all a new subcommand (`run`, `bench`, `tune`) needs. `main(argv, stdout=, stderr=)` is the in-process API the
@@ -17,6 +20,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
+
 
 @dataclass(frozen=True)
 class Command:
@@ -27,36 +32,116 @@ class Command:
 
 
 # ---- compile ---------------------------------------------------------------------------------------------------
-def _compile_arguments(p: argparse.ArgumentParser) -> None:
-    from irforge.compiler import levels
-
+def _source_arguments(p: argparse.ArgumentParser, file_help: str) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
+    src.add_argument("file", nargs="?", help=file_help)
     src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
-    p.add_argument("--ir", default="tensor", choices=levels(), help="the level to stop at and print (default: tensor)")
+
+
+def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pass-pipeline",
+        default=None,
+        metavar="PIPE",
+        help="run PIPE on the captured torch IR instead of the default lowering (plugin passes included)",
+    )
+    for where in ("after", "before"):
+        p.add_argument(
+            f"--{where}",
+            action="append",
+            default=[],
+            metavar="POINT=PIPE",
+            help=f"run PIPE {where} each place the default lowering runs POINT (a pass or a named pipeline, e.g. "
+            "loop-to-tile=my-pass)",
+        )
+
+
+def _compile_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.dialect import LEVELS
+
+    _source_arguments(p, "a Python file defining `model` and `example_inputs`")
+    p.add_argument("--ir", default=None, choices=LEVELS, help="the level to stop at and print (default: tensor)")
+    _pipeline_arguments(p)
     p.add_argument("-o", dest="output", default="-", metavar="FILE", help="write the IR to FILE (default: stdout)")
-    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs; -vv: its diff")
+    p.add_argument(
+        "-v",
+        dest="verbose",
+        action="count",
+        default=0,
+        help="-v: each pass as it runs and its remarks (what it decided, why); -vv: its diff too",
+    )
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
+    add_instrumentation_arguments(p)
 
 
-def _compile_run(args, out, err) -> int:
-    from irforge import frontend, instrumentation
-    from irforge.compiler import compile_program
-    from irforge.printer import print_module
+def _program(args):
+    """The PyTorch program the command names (a file or a snippet); IR files are irforge-opt's."""
+    from irforge import frontend
+    from irforge.diagnostics import error
 
-    tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
+    if args.snippet is not None:
+        return frontend.from_snippet(args.snippet)
+    if args.file.endswith((".ir", ".mlir")):
+        raise error(
+            f"irforge {args.command} takes a PyTorch program (a .py file or -c); for textual IR use irforge-opt: "
+            f"irforge-opt {args.file} --pass-pipeline=PIPE"
+        )
+    return frontend.from_file(args.file)
+
+
+def _lowering_options(args, level: str) -> dict:
+    """`compile_program`'s keyword arguments for the pipeline flags."""
+    from irforge.diagnostics import error
+
+    points = {}
+    for where in ("after", "before"):
+        found: dict[str, str] = {}
+        for item in getattr(args, where):
+            point, eq, pipe = item.partition("=")
+            if not eq or not point or not pipe:
+                raise error(f"--{where} {item}: expected POINT=PIPE, e.g. --{where} loop-to-tile=my-pass")
+            found[point] = f"{found[point]},{pipe}" if point in found else pipe
+        points[where] = found
+    if args.pass_pipeline is not None and (points["after"] or points["before"]):
+        raise error("--after and --before insert into the default lowering; --pass-pipeline replaces it: use one")
+    return {"ir": level, "pipeline": args.pass_pipeline, **points}
+
+
+def _hooks(args, err, timer) -> list:
+    from irforge import instrumentation
+
+    check_pass_names(args)
     hooks = []
     if args.verbose == 1:
         hooks.append(instrumentation.PrintPassNames(stream=err))
     elif args.verbose >= 2:
         hooks.append(instrumentation.PrintIRDiff(stream=err))
-    if args.check and args.ir == "cuda":
-        from irforge.diagnostics import error
+    if args.verbose:
+        hooks.append(instrumentation.Remarks(stream=err))
+    return hooks + instrumentations(args, err, timer)
 
+
+def _compile_run(args, out, err) -> int:
+    from irforge.compiler import compile_program
+    from irforge.diagnostics import error
+    from irforge.instrumentation import timing_report
+    from irforge.pass_manager import Timer
+    from irforge.printer import print_module
+
+    if args.ir is not None and args.pass_pipeline is not None:
+        raise error("--ir stops the default lowering at a level; --pass-pipeline replaces it: use one")
+    options = _lowering_options(args, args.ir or "tensor")
+    timer = Timer()
+    tp = _program(args)
+    try:
+        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), **options)
+    finally:
+        if args.timing:
+            err.write(timing_report(timer))
+    if args.check and prog.level == "cuda":
         raise error("--check runs the level's reference interpreter, and the cuda level has none: use `irforge run`")
-    prog = compile_program(tp, args.ir, hooks)
     text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
     if args.output == "-":
         out.write(text)
@@ -73,33 +158,58 @@ def _compile_run(args, out, err) -> int:
         err.write(f"check: output #{i} ({t}) vs PyTorch eager: {c}\n")
         ok &= c.ok
     if not ok:
-        err.write(f"check: the {args.ir} level's reference interpreter does not match PyTorch eager\n")
+        err.write(f"check: the {prog.level} level's reference interpreter does not match PyTorch eager\n")
     return 0 if ok else 1
 
 
 # ---- run -------------------------------------------------------------------------------------------------------
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
-    src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
+    _source_arguments(p, "a Python file defining `model` and `example_inputs`, or a cuda-level .ir file")
+    _pipeline_arguments(p)
+    p.add_argument(
+        "--model",
+        default=None,
+        metavar="FILE",
+        help="with a .ir file: the Python file it was compiled from (its weights and inputs; compared with eager)",
+    )
     p.add_argument("--bench", action="store_true", help="also time irforge, eager and torch.compile (one table)")
     p.add_argument("--reps", type=int, default=100, help="timed runs per system with --bench (median; default 100)")
-    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs")
+    p.add_argument("-v", dest="verbose", action="count", default=0, help="-v: each pass as it runs and its remarks")
 
 
 def _run_run(args, out, err) -> int:
+    from irforge.diagnostics import error
     from irforge.runtime import has_gpu
 
+    ir_file = args.file is not None and args.file.endswith(".ir")
+    if ir_file:
+        from irforge.runner import load_cuda_program
+
+        prog = load_cuda_program(args.file, args.model)  # a wrong level is an error with or without a GPU
+        if args.bench or args.pass_pipeline is not None or args.after or args.before:
+            raise error("a .ir file runs as it is: --bench and the pipeline flags are for Python programs")
+    elif args.model is not None:
+        raise error("--model names the Python file a .ir file was compiled from; give the .ir file too")
     if not has_gpu():
         err.write("irforge run: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n")
         return 1
-    from irforge import frontend, instrumentation
+    from irforge import instrumentation
     from irforge.compiler import compile_program
-    from irforge.runner import bench_setup, check_on_gpu, harness_module
+    from irforge.runner import bench_case, check_on_gpu, run_on_gpu
 
-    tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
-    hooks = [instrumentation.PrintPassNames(stream=err)] if args.verbose else []
-    prog = compile_program(tp, "cuda", hooks)
+    if ir_file and not prog.expected:
+        for i, o in enumerate(run_on_gpu(prog)):
+            out.write(f"output #{i}: {list(o.shape)} mean {o.mean():.6g}, max |x| {abs(o).max():.6g} ")
+            out.write("(random inputs and weights; --model FILE compares with PyTorch eager)\n")
+        return 0
+    if not ir_file:
+        tp = _program(args)
+        hooks = (
+            [instrumentation.PrintPassNames(stream=err), instrumentation.Remarks(stream=err)] if args.verbose else []
+        )
+        prog = compile_program(tp, instrumentations=hooks, **_lowering_options(args, "cuda"))
+        if prog.level != "cuda":
+            raise error(f"the pipeline leaves the program at the {prog.level} level; irforge run needs cuda")
     ok = True
     for i, (_, c) in enumerate(check_on_gpu(prog)):
         out.write(f"output #{i}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g} vs PyTorch eager ")
@@ -109,14 +219,24 @@ def _run_run(args, out, err) -> int:
         err.write("irforge run: the GPU results do not match PyTorch eager\n")
         return 1
     if args.bench:
-        harness = harness_module()
-        case, system = bench_setup(tp, prog, args.snippet or args.file)
-        if args.reps < 100:
-            os.environ["IRFORGE_BENCH_QUICK"] = "1"  # the method asks for >= 100; fewer only when asked for
-        systems = [harness.eager(), harness.torch_compile(), system]
-        report = harness.run_suite([case], systems, reps=args.reps, log=lambda s: err.write(s + "\n"))
-        out.write(harness.markdown(report))
+        from irforge.bench.command import bench_one
+
+        case, system = bench_case(tp, prog, args.snippet or args.file)
+        bench_one(case, system, args.reps, out, err)
     return 0
+
+
+# ---- bench -----------------------------------------------------------------------------------------------------
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.bench.command import add_arguments
+
+    add_arguments(p)
+
+
+def _bench_run(args, out, err) -> int:
+    from irforge.bench.command import run
+
+    return run(args, out, err)
 
 
 COMMANDS = {
@@ -126,12 +246,18 @@ COMMANDS = {
         Command(
             "run", "compile a PyTorch program to CUDA, run it on the GPU, compare with eager", _run_arguments, _run_run
         ),
+        Command(
+            "bench",
+            "run a benchmark suite (seed84, llm): irforge vs eager vs torch.compile",
+            _bench_arguments,
+            _bench_run,
+        ),
     ]
 }
 
 
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="irforge",
         description="irforge: a hackable ML compiler from PyTorch to CUDA through six textual IR levels.",
     )

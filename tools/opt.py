@@ -14,12 +14,14 @@ import os
 import re
 import sys
 
+from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
+
 _EXPECTED = re.compile(r"//\s*expected-(error|warning|note|remark)(?:@(above|below|[+-]\d+))?\s*\{\{(.*?)\}\}")
 _SPLIT = re.compile(r"^// -----.*$", re.M)
 
 
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="irforge-opt",
         description="Run irforge pass pipelines on textual IR.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -41,18 +43,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--verify-diagnostics", action="store_true", help="check '// expected-error {{...}}' annotations")
     ap.add_argument("--no-verify-each", action="store_true", help="do not verify the IR after every pass")
     ap.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops no dialect defines")
-    g = ap.add_argument_group("instrumentation")
-    g.add_argument("--print-ir-before", default="", metavar="PASSES", help="print the IR before these passes")
-    g.add_argument("--print-ir-after", default="", metavar="PASSES", help="print the IR after these passes")
-    g.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
-    g.add_argument("--print-ir-after-change", action="store_true", help="print the IR after passes that changed it")
-    g.add_argument("--print-ir-after-failure", action="store_true", help="print the IR after a pass fails")
-    g.add_argument("--print-ir-diff", action="store_true", help="print a unified diff per pass that changed the IR")
-    g.add_argument("--print-ir-tree-dir", default=None, metavar="DIR", help="write the IR after every pass to DIR")
-    g.add_argument("--timing", action="store_true", help="report time per pass and per phase")
-    g.add_argument("--remarks", action="store_true", help="print the remarks passes make (why they decided)")
-    g.add_argument("--crash-reproducer", default=None, metavar="FILE", help="on a pass failure, write a reproducer")
-    g.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the input's reproducer header")
+    add_instrumentation_arguments(ap)
+    ap.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the reproducer header")
     return ap
 
 
@@ -84,6 +76,7 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
 
 def _run(args, stdin, stdout, stderr) -> int:
     from irforge.diagnostics import IRForgeError
+    from irforge.parser import read_source
     from irforge.registry import registry
 
     if args.list_passes:
@@ -103,11 +96,12 @@ def _run(args, stdin, stdout, stderr) -> int:
         return 0
 
     name = args.input if args.input not in (None, "-") else "<stdin>"
-    text = stdin.read() if name == "<stdin>" else _read(args.input)
+    text = stdin.read() if name == "<stdin>" else read_source(args.input)
     if args.run_reproducer:
         pipeline = _reproducer_pipeline(text, name)
 
     build_pass_manager(pipeline)  # a bad pipeline is one error, before any chunk is processed
+    check_pass_names(args)
     chunks = _split(text) if args.split_input_file else [(text, 0)]
     outputs, failed = [], False
     for k, (chunk, offset) in enumerate(chunks):
@@ -156,32 +150,11 @@ def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
         pm = build_pass_manager(pipeline, module)
         if args.dump_pass_pipeline:
             stderr.write(pm.pipeline_text + "\n")
+        tree_dir = args.print_ir_tree_dir
+        if tree_dir and n > 1:
+            tree_dir = os.path.join(tree_dir, f"chunk{k}")
         hooks = [] if args.no_verify_each else [ins.VerifyEach(timer)]
-        popts = {"stream": stderr, "generic": args.generic, "debuginfo": args.print_debuginfo}
-        if args.print_ir_before or args.print_ir_after or args.print_ir_after_all or args.print_ir_after_change:
-            hooks.append(
-                ins.PrintIR(
-                    before=_names(args.print_ir_before),
-                    after=_names(args.print_ir_after),
-                    after_all=args.print_ir_after_all,
-                    after_change=args.print_ir_after_change,
-                    after_failure=args.print_ir_after_failure,
-                    **popts,
-                )
-            )
-        elif args.print_ir_after_failure:
-            hooks.append(ins.PrintIR(after_failure=True, **popts))
-        if args.print_ir_diff:
-            hooks.append(ins.PrintIRDiff(**popts))
-        if args.print_ir_tree_dir:
-            d = args.print_ir_tree_dir if n == 1 else os.path.join(args.print_ir_tree_dir, f"chunk{k}")
-            hooks.append(ins.IRTreeDir(d, generic=args.generic, debuginfo=args.print_debuginfo))
-        if args.timing:
-            hooks.append(ins.Timing(timer))
-        if args.remarks:
-            hooks.append(ins.PrintRemarks(stream=stderr))
-        if args.crash_reproducer:
-            hooks.append(ins.Reproducer(args.crash_reproducer, stream=stderr))
+        hooks += instrumentations(args, stderr, timer, tree_dir=tree_dir)
         pm.instrumentations = hooks
         pm.run(module)
         with timer.phase("print"):
@@ -244,10 +217,6 @@ def _check_expected(chunk, offset, name, diags, stderr) -> bool:
     return ok
 
 
-def _names(csv: str) -> list[str]:
-    return [x for x in csv.split(",") if x]
-
-
 def _split(text: str):
     """Chunks with the number of lines before each, so diagnostics keep the file's line numbers."""
     chunks, start = [], 0
@@ -256,24 +225,6 @@ def _split(text: str):
         start = m.end() + 1
     chunks.append((text[start:], text.count("\n", 0, start)))
     return chunks
-
-
-def _read(path: str) -> str:
-    from irforge.diagnostics import error, register_source
-    from irforge.location import FileLineColLoc
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise error(f"cannot open input file '{path}': no such file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
-        line = data.count(b"\n", 0, e.start) + 1
-        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
-        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
 
 
 def _reproducer_pipeline(text: str, name: str) -> str:

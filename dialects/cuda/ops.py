@@ -21,8 +21,9 @@ from irforge.attributes import SymbolRef
 from irforge.ir import Operation
 from irforge.types import TensorType
 
-from ..kernel.ops import _dims_text
+from ..kernel.ops import AllocBase, ParamBase, ViewBase
 from ..kernel.types import PtrType, TensorMapType
+from ..launch import dims_text
 
 _SOURCE_CLOSE = "}}}"
 
@@ -60,7 +61,7 @@ class CudaKernelOp(Operation):
         a = self.attributes
         src = a["source"]
         p.write("cuda.kernel ", str(SymbolRef(a["sym_name"])), "(", p.types(a["params"]), ")")
-        p.write(" grid(", _dims_text(a["grid"]), ") block(", _dims_text(a["block"]), f") smem({a['smem']})")
+        p.write(" grid(", dims_text(a["grid"]), ") block(", dims_text(a["block"]), f") smem({a['smem']})")
         elide = ("sym_name", "params", "grid", "block", "smem", "source")
         if source_block_ok(src):
             p.attr_dict(a, elide=elide, prefix=" attributes ")
@@ -128,55 +129,22 @@ class InputOp(_HostOp):
         p.write(f"cuda.input {self.attributes['position']} : ", p.type(self.result.type))
 
 
-class ParamOp(_HostOp):
+class ParamOp(ParamBase, _HostOp):
     """A parameter (a model weight) from the param store, by name: bound once, kept on the device."""
 
     name = "cuda.param"
-    operand_names = ()
-    result_names = ("result",)
-    attribute_types = {"sym": SymbolRef}
-    num_regions = 0
-
-    def verify_op(self):
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"binds a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        p.write("cuda.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
-class AllocOp(_HostOp):
+class AllocOp(AllocBase, _HostOp):
     """A device buffer allocated once and reused by every call (an intermediate or an output)."""
 
     name = "cuda.alloc"
-    operand_names = ()
-    result_names = ("result",)
-    num_regions = 0
-
-    def verify_op(self):
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"allocates a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        p.write("cuda.alloc : ", p.type(self.result.type))
 
 
-class ViewOp(_HostOp):
+class ViewOp(ViewBase, _HostOp):
     """The same buffer with another shape (same element type and count)."""
 
     name = "cuda.view"
-    operand_names = ("source",)
-    result_names = ("result",)
-    num_regions = 0
-    traits = frozenset({"pure"})
-
-    def verify_op(self):
-        s, r = self.source.type, self.result.type
-        if not (isinstance(s, TensorType) and isinstance(r, TensorType)) or s.dtype != r.dtype or s.numel != r.numel:
-            raise self.error(f"cannot view {s} as {r}: element type and count must match")
-
-    def print_custom(self, p):
-        p.write("cuda.view ", p.value(self.source), " : ", p.type(self.result.type))
 
 
 class LaunchOp(_HostOp):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from irforge.parser import OpAST
 
-from ..kernel.ops import launch_dims
+from ..launch import launch_dims
 
 
 class CudaSyntax:
@@ -44,7 +44,8 @@ class CudaSyntax:
         return OpAST("cuda.param", attrs={"sym": sym}, result_types=[t])
 
     def cuda_alloc(self, c):
-        return OpAST("cuda.alloc", result_types=[c[0]])
+        attrs, t = c
+        return OpAST("cuda.alloc", attrs=dict(attrs or {}), result_types=[t])
 
     def cuda_view(self, c):
         v, t = c

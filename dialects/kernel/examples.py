@@ -17,8 +17,6 @@ import numpy as np
 from irforge.scalar_ops import quantize
 from irforge.types import ScalarType
 
-_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
-
 
 @dataclass
 class Example:
@@ -41,7 +39,7 @@ def _tol(dtype: str) -> float:
 
 def _vec(dtype: str) -> int:
     """Elements in a 16-byte vector access."""
-    return 16 // _BYTES[dtype]
+    return 16 // ScalarType(dtype).bytes
 
 
 def _to_f32(name: str, v: str, dtype: str, n: int) -> tuple[str, str]:
@@ -97,7 +95,7 @@ func.func @forward(%a: {dtype}[{n}], %b: {dtype}[{n}]) -> {dtype}[{n}] {{
         lambda rng: [_rand(rng, (n,), dtype), _rand(rng, (n,), dtype)],
         lambda ins: [ins[0].astype(np.float64) + ins[1].astype(np.float64)],
         _tol(dtype),
-        3 * n * _BYTES[dtype],
+        3 * n * ScalarType(dtype).bytes,
         lambda a, b: [a + b],
     )
 
@@ -150,7 +148,7 @@ func.func @forward(%gate: {dtype}[{rows},{cols}], %up: {dtype}[{rows},{cols}]) -
         lambda rng: [_rand(rng, (rows, cols), dtype), _rand(rng, (rows, cols), dtype)],
         ref,
         _tol(dtype),
-        3 * n * _BYTES[dtype],
+        3 * n * ScalarType(dtype).bytes,
         torch_ref,
     )
 
@@ -310,7 +308,7 @@ func.func @forward(%x: {dtype}[{rows},{cols}], %w: {dtype}[{cols}]) -> {dtype}[{
         lambda rng: [_rand(rng, (rows, cols), dtype), _rand(rng, (cols,), dtype)],
         ref,
         _tol(dtype),
-        (2 * rows * cols + cols) * _BYTES[dtype],
+        (2 * rows * cols + cols) * ScalarType(dtype).bytes,
         torch_ref,
     )
 
@@ -418,7 +416,7 @@ func.func @forward(%x: {dtype}[{rows},{cols}]) -> {dtype}[{rows},{cols}] {{
         lambda rng: [_rand(rng, (rows, cols), dtype, scale=2.0)],
         ref,
         _tol(dtype),
-        2 * rows * cols * _BYTES[dtype],
+        2 * rows * cols * ScalarType(dtype).bytes,
         torch_ref,
     )
 
@@ -757,7 +755,7 @@ func.func @forward(%a: {dtype}[{m},{k}], %w: {dtype}[{n},{k}]) -> f32[{m},{n}] {
         lambda rng: [_rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)],
         lambda ins: [ins[0].astype(np.float64) @ ins[1].astype(np.float64).T],
         1e-5,
-        (m * k + n * k) * _BYTES[dtype] + m * n * 4,
+        (m * k + n * k) * ScalarType(dtype).bytes + m * n * 4,
         lambda a, w: [(a.float() @ w.float().T)],
     )
 

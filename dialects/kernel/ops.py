@@ -21,6 +21,7 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS
 from irforge.target import target
 from irforge.types import FunctionType, ScalarType, TensorType, boolean, index
 
+from ..launch import dims_text, launch_dims
 from .fragments import MMA_SHAPES
 from .types import (
     FragType,
@@ -28,7 +29,6 @@ from .types import (
     PtrType,
     SmemType,
     TensorMapType,
-    element_bytes,
     element_type,
     tma_swizzle,
     with_element_type,
@@ -197,23 +197,10 @@ class KernelFuncOp(Operation):
     def print_custom(self, p):
         p.write("kernel.func ", str(SymbolRef(self.attributes["sym_name"])), "(")
         p.write(", ".join(f"{p.define(a)}: {a.type}" for a in self.body.args), ")")
-        p.write(" grid(", _dims_text(self.attributes["grid"]), ") block(", _dims_text(self.attributes["block"]), ")")
+        p.write(" grid(", dims_text(self.attributes["grid"]), ") block(", dims_text(self.attributes["block"]), ")")
         p.attr_dict(self.attributes, elide=("sym_name", "function_type", "grid", "block"), prefix=" attributes ")
         p.write(" ")
         p.region(self.regions[0], print_entry_args=False)
-
-
-def launch_dims(dims) -> tuple[int, int, int]:
-    """Grid or block dimensions padded to (x, y, z)."""
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    return (*dims, *(1,) * (3 - len(dims))) if len(dims) <= 3 else dims
-
-
-def _dims_text(dims) -> str:
-    d = list(dims)
-    while len(d) > 1 and d[-1] == 1:
-        d.pop()
-    return ", ".join(map(str, d))
 
 
 class HostOp(Operation):
@@ -228,28 +215,24 @@ class HostOp(Operation):
         pass
 
 
-class AllocOp(HostOp):
-    """A device buffer (an intermediate or an output), allocated once by the runtime."""
-
-    name = "kernel.alloc"
+# The buffers of a host program, shared with the cuda dialect's host ops: `<op> : type`, `<op> @name : type`,
+# `<op> %source : type`.
+class AllocBase(Operation):
     operand_names = ()
     result_names = ("result",)
     num_regions = 0
 
     def verify_op(self):
         if not isinstance(self.result.type, TensorType):
-            raise self.error(f"allocates a tensor type, not {self.result.type}")
+            raise self.error(f"allocates a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write("kernel.alloc")
+        p.write(self.name)
         p.attr_dict(self.attributes)
         p.write(" : ", p.type(self.result.type))
 
 
-class ParamOp(HostOp):
-    """A named parameter (a weight) whose value lives in the program's param store, as `tensor.param` has it."""
-
-    name = "kernel.param"
+class ParamBase(Operation):
     operand_names = ()
     result_names = ("result",)
     attribute_types = {"sym": SymbolRef}
@@ -261,13 +244,10 @@ class ParamOp(HostOp):
             raise self.error(f"binds a tensor, not {self.result.type}")
 
     def print_custom(self, p):
-        p.write("kernel.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+        p.write(self.name, " ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
-class ViewOp(HostOp):
-    """The same buffer seen with another shape (same element type and element count): costs nothing."""
-
-    name = "kernel.view"
+class ViewBase(Operation):
     operand_names = ("source",)
     result_names = ("result",)
     num_regions = 0
@@ -279,7 +259,25 @@ class ViewOp(HostOp):
             raise self.error(f"cannot view {s} as {r}: element type and count must match")
 
     def print_custom(self, p):
-        p.write("kernel.view ", p.value(self.source), " : ", p.type(self.result.type))
+        p.write(self.name, " ", p.value(self.source), " : ", p.type(self.result.type))
+
+
+class AllocOp(AllocBase, HostOp):
+    """A device buffer (an intermediate or an output), allocated once by the runtime."""
+
+    name = "kernel.alloc"
+
+
+class ParamOp(ParamBase, HostOp):
+    """A named parameter (a weight) whose value lives in the program's param store, as `tensor.param` has it."""
+
+    name = "kernel.param"
+
+
+class ViewOp(ViewBase, HostOp):
+    """The same buffer seen with another shape (same element type and element count): costs nothing."""
+
+    name = "kernel.view"
 
 
 class LaunchOp(HostOp):
@@ -916,7 +914,7 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
         run, _ = access_runs(value_type, strides or default_strides(value_type.shape), width)
         if isinstance(t, SmemType) and run > t.shape[-1]:
             raise op.error(f"moves {run} contiguous elements, more than a row of {t}")
-        nbytes = run * element_bytes(t.dtype)
+        nbytes = run * t.dtype.bytes
         if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
             raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
 
@@ -1102,7 +1100,7 @@ class CpAsyncOp(IndexedOp):
             raise self.error("copies from a !kernel.ptr to a !kernel.smem")
         _check_mem_access(self, self.src, chunk, "src_index")
         _check_mem_access(self, self.dst, chunk, "dst_index")
-        if chunk.numel * element_bytes(chunk.dtype) not in (4, 8, 16):
+        if chunk.numel * chunk.dtype.bytes not in (4, 8, 16):
             raise self.error(f"copies {chunk}, which is not 4, 8 or 16 bytes")
 
     def print_custom(self, p):

@@ -32,7 +32,7 @@ from irforge.types import ScalarType, TensorType
 
 from . import ops as K
 from .fragments import FRAGMENT_LAYOUTS
-from .types import FragType, MbarrierType, SmemType, TensorMapType, element_bytes, element_type
+from .types import FragType, MbarrierType, SmemType, TensorMapType, element_type
 
 WARP = target().warp_size
 _NO_THREAD = -1
@@ -590,11 +590,11 @@ def _swizzle(off: np.ndarray, sw) -> np.ndarray:
 def _check_aligned(sim, op, starts, dtype, run, mask, w) -> None:
     """Every run of `run` contiguous elements (their first addresses: `starts`, lanes x runs) starts aligned to its
     vector access (16 bytes, or the run if smaller)."""
-    nbytes = run * element_bytes(dtype)
+    nbytes = run * dtype.bytes
     access = min(nbytes, 16)
-    if access <= element_bytes(dtype):
+    if access <= dtype.bytes:
         return
-    misaligned = (starts * element_bytes(dtype)) % access != 0
+    misaligned = (starts * dtype.bytes) % access != 0
     bad = mask & misaligned.any(axis=1)
     if bad.any():
         lane = int(np.argmax(bad))

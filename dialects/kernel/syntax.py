@@ -8,8 +8,8 @@ from irforge.index_expr import AffineMap
 from irforge.parser import BlockAST, OpAST, RegionAST, bind_index_values
 from irforge.types import FunctionType, TensorType, index
 
+from ..launch import launch_dims
 from . import ops as K
-from .ops import launch_dims
 from .types import MbarrierType, SmemType
 
 

@@ -47,7 +47,7 @@ TMA_SWIZZLE_SPANS = (32, 64, 128)
 def tma_swizzle(span: int, dtype: ScalarType) -> tuple[int, int, int]:
     """The `!kernel.smem` swizzle [B, M, S] (over element offsets) that the copy engine's `span`-byte swizzle mode
     writes: bits [4, 4 + B) of the byte address XOR bits [7, 7 + B), B = log2(span / 16)."""
-    m = (16 // element_bytes(dtype)).bit_length() - 1
+    m = (16 // dtype.bytes).bit_length() - 1
     return ((span // 16).bit_length() - 1, m, 7 - 4)
 
 
@@ -77,9 +77,9 @@ class TensorMapType(DialectType):
         if any(b > 256 for b in self.box):
             raise ValueError("!kernel.tensormap's box dimensions must be at most 256")
         # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
-        if (self.box[-1] * element_bytes(self.dtype)) % 16 or (self.shape[-1] * element_bytes(self.dtype)) % 16:
+        if (self.box[-1] * self.dtype.bytes) % 16 or (self.shape[-1] * self.dtype.bytes) % 16:
             raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
-        row = self.box[-1] * element_bytes(self.dtype)
+        row = self.box[-1] * self.dtype.bytes
         if self.swizzle and (self.swizzle not in TMA_SWIZZLE_SPANS or row != self.swizzle):
             raise ValueError(
                 f"!kernel.tensormap's swizzle must be {', '.join(map(str, TMA_SWIZZLE_SPANS))} bytes, the box's rows"
@@ -91,7 +91,7 @@ class TensorMapType(DialectType):
         n = 1
         for b in self.box:
             n *= b
-        return n * element_bytes(self.dtype)
+        return n * self.dtype.bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +125,7 @@ class SmemType(DialectType):
 
     @property
     def nbytes(self) -> int:
-        return self.numel * element_bytes(self.dtype)
+        return self.numel * self.dtype.bytes
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -143,7 +143,7 @@ class SmemType(DialectType):
         if not self.swizzle:
             return 128
         b, m, s = self.swizzle
-        return max(128, min(1024, (1 << (b + m + s)) * element_bytes(self.dtype)))
+        return max(128, min(1024, (1 << (b + m + s)) * self.dtype.bytes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,11 +188,6 @@ class FragType(DialectType):
 
 
 TYPES = (PtrType, TensorMapType, SmemType, MbarrierType, FragType)
-
-
-def element_bytes(t: ScalarType) -> int:
-    """Bytes one element of `t` takes in memory (`index` is stored as a 64-bit integer)."""
-    return t.bytes
 
 
 def element_type(t):

@@ -40,6 +40,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.types import ScalarType, TensorType, index
 
 from . import indexing
+from .indexing import kernel_of, loop_extents
 
 
 def _is_int(v) -> bool:
@@ -47,7 +48,7 @@ def _is_int(v) -> bool:
 
 
 # ---- program structure ----------------------------------------------------------------------------------------
-class KernelOp(Operation):
+class KernelOp(indexing.KernelBase):
     """One kernel: a loop nest that reads buffers and writes others. Pipelines reach it as `kernel(...)`."""
 
     name = "loop.kernel"
@@ -176,7 +177,7 @@ class ParamOp(Operation):
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
-class LoopOp(Operation):
+class LoopOp(indexing.LoopBase):
     """Shared by free and reduce loops: `%iv in 0..extent`, one block whose only argument is the index.
 
     Loops always start at 0 with step 1; offsets and strides live in the subscripts.
@@ -192,6 +193,10 @@ class LoopOp(Operation):
     @property
     def extent(self) -> int:
         return self.attributes["extent"]
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return (self.extent,)
 
     def _verify_header(self):
         if self.extent < 0:
@@ -380,28 +385,6 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
-def kernel_of(op: Operation) -> KernelOp | None:
-    if isinstance(op, KernelOp):
-        return op
-    return next((a for a in op.ancestors() if isinstance(a, KernelOp)), None)
-
-
-def enclosing_loops(op: Operation) -> list[LoopOp]:
-    """Loops around `op`, outermost first, up to its kernel."""
-    out = []
-    for a in op.ancestors():
-        if isinstance(a, KernelOp):
-            break
-        if isinstance(a, LoopOp):
-            out.append(a)
-    return out[::-1]
-
-
-def loop_extents(op: Operation) -> dict:
-    """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
-    return {lp.iv: lp.extent for lp in enclosing_loops(op)}
-
-
 def loc_names(loc) -> list[str]:
     """The origins a location names (`aten.softmax.int` -> `softmax`), in order, without repeats."""
     from irforge.location import FusedLoc, NameLoc

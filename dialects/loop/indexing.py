@@ -164,6 +164,45 @@ def as_value_expr(e) -> IndexExpr:
     return ValueDim(e) if isinstance(e, Value) else ix.as_expr(e)
 
 
+class KernelBase(Operation):
+    """Base of `loop.kernel` and `tile.kernel`: the op the queries below stop at."""
+
+
+class LoopBase(Operation):
+    """Base of the loop and tile levels' loops: one index per dimension (`ivs`), each from 0 to its `extents`."""
+
+    @property
+    def ivs(self) -> list[Value]:
+        return list(self.body.args)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+
+def kernel_of(op: Operation) -> KernelBase | None:
+    """The kernel `op` is in (`op` itself when it is one)."""
+    if isinstance(op, KernelBase):
+        return op
+    return next((a for a in op.ancestors() if isinstance(a, KernelBase)), None)
+
+
+def enclosing_loops(op: Operation) -> list[LoopBase]:
+    """Loops around `op`, outermost first, up to its kernel."""
+    out = []
+    for a in op.ancestors():
+        if isinstance(a, KernelBase):
+            break
+        if isinstance(a, LoopBase):
+            out.append(a)
+    return out[::-1]
+
+
+def loop_extents(op: Operation) -> dict:
+    """{loop index: extent} for the loops around `op` (each index ranges over 0 .. extent - 1)."""
+    return {iv: e for lp in enclosing_loops(op) for iv, e in zip(lp.ivs, lp.extents)}
+
+
 # ---- ops the loop and tile levels share --------------------------------------------------------------------------
 class SubscriptOp(Operation):
     """Base of the ops that address a buffer, `%buffer[e0, e1, ...]` (the buffer is operand 0): an `index` map over

@@ -2,19 +2,13 @@
 
 Cleanups (each is also a pass): fold `loop.index` into subscripts and simplify subscripts with loop extents,
 hoist loop-invariant computation (LICM), merge identical computation (CSE, reductions included), erase dead
-computation (DCE).
-
-Fusion: `inline_producer` replaces a consumer's loads of a buffer by the computation that produced the buffer's
-element at those coordinates (the producer's backward slice from its store, reductions included), remapping the
-producer's loop indices to the consumer's subscripts. Which producers to inline is each fusion pass's decision,
-made on a trial copy and measured with `work`: the dynamic number of scalar ops plus the words loads and stores
-move (constants, casts and index arithmetic are free), a loop's body counting once per iteration.
+computation (DCE). Program structure: a function's kernels, who writes and who reads a buffer. Fusion, which builds
+on these, is the fusion passes' own (`passes/loop/fusion.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from irforge.attributes import attr_key
 from irforge.builtin import FuncOp, ReturnOp
@@ -22,60 +16,17 @@ from irforge.index_expr import Const
 from irforge.ir import Operation, OpResult, Value
 from irforge.location import fuse
 
-from ..scalar import CastOp, ConstOp
 from . import (
     AccessOp,
-    BufferOp,
     ForOp,
     IndexOp,
     KernelOp,
     LoadOp,
     LoopOp,
-    ReduceOp,
     StoreOp,
-    YieldOp,
     indexing,
-    kernel_name,
     loop_extents,
 )
-from .build import Builder
-
-# Not counted as work: constants, index arithmetic, structure, and conversions (a cast is far cheaper than the load
-# it follows, so reading bf16 and widening in the consumer beats storing the widened f32 copy).
-_FREE = (ConstOp, CastOp, IndexOp, YieldOp, ForOp, ReduceOp, KernelOp)
-
-
-# ---- cost ------------------------------------------------------------------------------------------------------
-def work(root: Operation) -> float:
-    """Dynamic work under `root`: each op once per iteration of its loops; a scalar op counts 1, a load or store
-    its element's size in 4-byte words (so narrow buffers are cheaper to move), constants, casts and index
-    arithmetic nothing."""
-    return _work(root, 1, False)
-
-
-def reduction_work(root: Operation) -> float:
-    """The part of `work` spent inside reduce loops."""
-    return _work(root, 1, False, only_reductions=True)
-
-
-def _cost(op: Operation) -> float:
-    if isinstance(op, _FREE):
-        return 0.0
-    if isinstance(op, (LoadOp, StoreOp)):
-        return max(op.buffer.type.dtype.bits, 8) / 32
-    return 1.0
-
-
-def _work(op: Operation, trips: int, in_reduction: bool, only_reductions: bool = False) -> float:
-    total = _cost(op) * trips if (in_reduction or not only_reductions) else 0.0
-    if isinstance(op, LoopOp):
-        trips *= op.extent
-        in_reduction = in_reduction or isinstance(op, ReduceOp)
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.ops:
-                total += _work(inner, trips, in_reduction, only_reductions)
-    return total
 
 
 # ---- values an op depends on -----------------------------------------------------------------------------------
@@ -302,86 +253,6 @@ def cleanup(kernel: Operation) -> None:
         pass
 
 
-# ---- sibling reductions ----------------------------------------------------------------------------------------
-def merge_sibling_reductions(kernel: Operation, max_carriers: int) -> bool:
-    """Merge independent `loop.reduce`s of one block with the same extent into one loop carrying all their
-    carriers (at most `max_carriers` components), at the first one's place. Returns whether anything merged."""
-    changed = False
-    while _merge_one(kernel, max_carriers):
-        changed = True
-    return changed
-
-
-def merge_sibling_loops(kernel: Operation) -> bool:
-    """Fuse free loops of one block with the same extent into one (at the later one's place: a free loop has no
-    results and a kernel never reads what it stores, so nothing between them depends on the earlier one)."""
-    changed = True
-    any_change = False
-    while changed:
-        changed = False
-        for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
-            loops = [o for o in block.ops if isinstance(o, ForOp)]
-            pair = next(((a, b) for i, a in enumerate(loops) for b in loops[i + 1 :] if a.extent == b.extent), None)
-            if pair is not None:
-                first, second = pair
-                body = list(first.body.ops)
-                for op in reversed(body):
-                    second.body.insert(0, op.detach())
-                first.iv.replace_all_uses_with(second.iv)
-                second.loc = fuse([first.loc, second.loc])
-                first.erase()
-                changed = any_change = True
-                break
-    return any_change
-
-
-def _merge_one(kernel: Operation, max_carriers: int) -> bool:
-    for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
-        reds = [o for o in block.ops if isinstance(o, ReduceOp)]
-        for i, first in enumerate(reds):
-            for second in reds[i + 1 :]:
-                if _can_merge(first, second, max_carriers):
-                    _merge(first, second)
-                    return True
-    return False
-
-
-def _can_merge(first: ReduceOp, second: ReduceOp, max_carriers: int) -> bool:
-    if first.extent != second.extent or len(first.results) + len(second.results) > max_carriers:
-        return False
-    block = first.parent
-    at = block.ops.index(first)
-    for v in captured_values(second):
-        owner = defining_op(v)
-        # what the second loop reads must exist where the first one is (and must not be the first's results)
-        for anc in _ancestors_or_self(owner):
-            if anc.parent is block:
-                if block.ops.index(anc) >= at:
-                    return False
-                break
-    return True
-
-
-def _merge(first: ReduceOp, second: ReduceOp) -> None:
-    carriers = [(m.name, init) for m, init, _ in first.carriers + second.carriers]
-    types = [r.type for r in (*first.results, *second.results)]
-    hints = [r.name_hint for r in (*first.results, *second.results)]
-    b = Builder.before_op(first, fuse([first.loc, second.loc]))
-    merged, iv, body = b.reduce(first.extent, carriers, types, first.iv.name_hint, hints)
-    yielded = []
-    for red in (first, second):
-        vm = {red.iv: iv}
-        for op in red.body.ops[:-1]:
-            body.insert(op.clone(vm))
-        yielded += [vm.get(v, v) for v in red.yielded]
-    body.yield_(*yielded)
-    for old, new in zip((*first.results, *second.results), merged.results):
-        old.replace_all_uses_with(new)
-    first.erase()
-    second.erase()
-    eliminate_common(merged)
-
-
 # ---- program structure -----------------------------------------------------------------------------------------
 def kernels(func: FuncOp) -> list[KernelOp]:
     return [op for op in func.body.ops if isinstance(op, KernelOp)]
@@ -390,7 +261,7 @@ def kernels(func: FuncOp) -> list[KernelOp]:
 def writer(buffer: Value) -> KernelOp | None:
     for op, _ in buffer.uses:
         if isinstance(op, StoreOp) and op.buffer is buffer:
-            return next(a for a in _ancestors_or_self(op) if isinstance(a, KernelOp))
+            return next(a for a in self_and_ancestors(op) if isinstance(a, KernelOp))
     return None
 
 
@@ -398,7 +269,7 @@ def reader_kernels(buffer: Value) -> list[KernelOp]:
     out = []
     for op in buffer.users:
         if isinstance(op, LoadOp):
-            k = next(a for a in _ancestors_or_self(op) if isinstance(a, KernelOp))
+            k = next(a for a in self_and_ancestors(op) if isinstance(a, KernelOp))
             if k not in out:
                 out.append(k)
     return out
@@ -408,272 +279,8 @@ def is_returned(buffer: Value) -> bool:
     return any(isinstance(op, ReturnOp) for op in buffer.users)
 
 
-def _ancestors_or_self(op):
+def self_and_ancestors(op):
+    """`op`, then the ops around it, innermost first."""
     if op is not None:
         yield op
         yield from op.ancestors()
-
-
-# ---- producer inlining -----------------------------------------------------------------------------------------
-@dataclass
-class Producer:
-    """How kernel `kernel` writes every element of `buffer` exactly once: one store whose subscripts are its
-    enclosing (free) loops' indices, one per dimension, or 0 on a dimension of size 1."""
-
-    kernel: KernelOp
-    buffer: Value
-    store: StoreOp
-    coords: list  # per buffer dimension: the loop index it is, or None (size-1 dimension, subscript 0)
-
-    def slice(self) -> list[Operation]:
-        """The kernel's ops the stored value depends on, in program order (reductions as whole ops)."""
-        need: set[int] = set()
-        work = [self.store.value]
-        while work:
-            v = work.pop()
-            if not isinstance(v, OpResult) or not self.kernel.is_ancestor_of(v.op) or id(v.op) in need:
-                continue
-            need.add(id(v.op))
-            work.extend(captured_values(v.op))
-        return [op for op in self.kernel.walk() if id(op) in need]
-
-    def has_reduction(self) -> bool:
-        return any(isinstance(op, ReduceOp) for op in self.slice())
-
-
-def producer_of(buffer: Value) -> Producer | None:
-    """The kernel writing `buffer` and its store, when it has the shape inlining needs (see `Producer`)."""
-    k = writer(buffer)
-    if k is None:
-        return None
-    stores = [op for op in k.walk() if isinstance(op, StoreOp) and op.buffer is buffer]
-    if len(stores) != 1:
-        return None
-    store = stores[0]
-    loops = [a for a in _ancestors_or_self(store.parent_op) if isinstance(a, LoopOp)]
-    coords, used = [], set()
-    for e, n in zip(store.index_exprs(), buffer.type.shape):
-        if isinstance(e, indexing.ValueDim):
-            lp = next((lp for lp in loops if lp.iv is e.value), None)
-            if lp is None or not isinstance(lp, ForOp) or lp.extent != n or id(lp) in used:
-                return None
-            used.add(id(lp))
-            coords.append(e.value)
-        elif e == Const(0) and n == 1:
-            coords.append(None)
-        else:
-            return None
-    if len(used) != len(loops):
-        return None  # a loop around the store that no subscript follows would write elements repeatedly
-    return Producer(k, buffer, store, coords)
-
-
-def inline_producer(consumer: Operation, producer: Producer) -> None:
-    """Replace every load of the producer's buffer under `consumer` by the producer's computation of that element.
-
-    Leaves `loop.index` ops for non-trivial subscripts; run `cleanup` to fold them.
-    """
-    sl = producer.slice()
-    for load in [op for op in consumer.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]:
-        vm: dict[Value, Value] = {}
-        for iv, e in zip(producer.coords, load.index_exprs()):
-            if iv is None:
-                continue
-            if isinstance(e, indexing.ValueDim):
-                vm[iv] = e.value
-            else:
-                idx = IndexOp.build(e, loc=load.loc)
-                load.parent.insert_before(load, idx)
-                vm[iv] = idx.result
-        for op in sl:
-            load.parent.insert_before(load, op.clone(vm))
-        value = vm.get(producer.store.value, producer.store.value)
-        load.result.replace_all_uses_with(value)
-        load.erase()
-
-
-def drop_store(producer: Producer) -> None:
-    """Remove the producer's store of its buffer and the computation only it needed; an empty kernel goes too."""
-    producer.store.erase()
-    eliminate_dead(producer.kernel)
-    if not any(isinstance(op, StoreOp) for op in producer.kernel.walk()):
-        producer.kernel.erase()
-
-
-# ---- free-loop interchange -------------------------------------------------------------------------------------
-def free_band(kernel: KernelOp) -> list[ForOp]:
-    """The kernel's outer band of perfectly nested free loops (outermost first): the kernel body's only loop, and
-    each loop whose body is just one more free loop. Their iterations are independent, so any order is valid."""
-    tops = [op for op in kernel.body.ops if isinstance(op, LoopOp)]
-    if len(tops) != 1 or not isinstance(tops[0], ForOp):
-        return []
-    band = [tops[0]]
-    while len(band[-1].body.ops) == 1 and isinstance(band[-1].body.ops[0], ForOp):
-        band.append(band[-1].body.ops[0])
-    return band
-
-
-def depends_on(values, within: Operation) -> set[int]:
-    """Ids of the loop indices (block arguments of loops under `within`) that `values` depend on."""
-    out: set[int] = set()
-    seen: set[int] = set()
-    work = list(values)
-    while work:
-        v = work.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if isinstance(v, OpResult):
-            if within.is_ancestor_of(v.op):
-                work.extend(captured_values(v.op))
-        elif isinstance(v.block.parent_op, LoopOp) and within.is_ancestor_of(v.block.parent_op):
-            out.add(id(v))
-    return out
-
-
-def reorder_band(kernel: KernelOp, outer: set[int]) -> bool:
-    """Interchange the kernel's free band so the loops whose indices are in `outer` (ids) come first, keeping the
-    relative order within both groups. Returns whether anything moved."""
-    band = free_band(kernel)
-    order = [lp for lp in band if id(lp.iv) in outer] + [lp for lp in band if id(lp.iv) not in outer]
-    if order == band:
-        return False
-    inner_ops = list(band[-1].body.ops)
-    b = Builder.before_op(band[0])
-    new_ivs = {}
-    for lp in order:
-        iv, b = b.for_(lp.extent, lp.iv.name_hint)
-        b.block.parent_op.loc = lp.loc
-        new_ivs[lp] = iv
-    for op in inner_ops:
-        b.insert(op.detach())
-    for lp in band:
-        lp.iv.replace_all_uses_with(new_ivs[lp])
-    band[0].erase()
-    return True
-
-
-# ---- the fusion driver -----------------------------------------------------------------------------------------
-@dataclass
-class Trial:
-    """One candidate fusion, measured: the consumer rewritten (a copy), and the work before and after."""
-
-    producer: Producer
-    consumer: KernelOp
-    fused: KernelOp  # the consumer with the producer inlined and cleaned up
-    last_reader: bool  # the consumer is the buffer's only reader and the buffer is not an output
-    work_before: float
-    work_after: float
-    reduction_work_before: float
-    reduction_work_after: float
-    has_reduction: bool
-
-
-def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -> Trial:
-    """Inline `producer` into a copy of `consumer` and measure. With `interchange`, a producer holding a reduction
-    first moves the consumer's free loops its subscripts do not depend on inward, so the inlined reduction can be
-    hoisted out of them (a softmax over a leading axis)."""
-    fused = consumer.clone()
-    if interchange and producer.has_reduction():
-        loads = [op for op in fused.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]
-        reorder_band(fused, depends_on([v for ld in loads for v in ld.indices], fused))
-    inline_producer(fused, producer)
-    cleanup(fused)
-    last = reader_kernels(producer.buffer) == [consumer] and not is_returned(producer.buffer)
-    prod_after, red_prod_after = work(producer.kernel), reduction_work(producer.kernel)
-    if last:
-        rest = producer.kernel.clone()
-        kept = _store_in(rest, producer)
-        kept.erase()
-        eliminate_dead(rest)
-        prod_after = work(rest) if any(isinstance(o, StoreOp) for o in rest.walk()) else 0
-        red_prod_after = reduction_work(rest) if prod_after else 0
-        rest.erase()
-    return Trial(
-        producer,
-        consumer,
-        fused,
-        last,
-        work_before=work(producer.kernel) + work(consumer),
-        work_after=prod_after + work(fused),
-        reduction_work_before=reduction_work(producer.kernel) + reduction_work(consumer),
-        reduction_work_after=red_prod_after + reduction_work(fused),
-        has_reduction=producer.has_reduction(),
-    )
-
-
-def _store_in(copy: KernelOp, producer: Producer) -> StoreOp:
-    """The store in a copy of the producer kernel that corresponds to the producer's store."""
-    originals = [op for op in producer.kernel.walk() if isinstance(op, StoreOp)]
-    copies = [op for op in copy.walk() if isinstance(op, StoreOp)]
-    return copies[originals.index(producer.store)]
-
-
-def commit(trial: Trial) -> None:
-    """Put the fused consumer in place of the consumer; drop the producer's store when no one reads it anymore."""
-    old, new = trial.consumer, trial.fused
-    old.parent.insert_before(old, new)
-    old.erase()
-    new.loc = fuse([new.loc, trial.producer.kernel.loc])
-    if not reader_kernels(trial.producer.buffer) and not is_returned(trial.producer.buffer):
-        drop_store(trial.producer)
-        buf = trial.producer.buffer
-        if not buf.uses and isinstance(buf.owner, BufferOp):
-            buf.owner.erase()
-
-
-def _kernel_origins(kernel: KernelOp):
-    """What names a fused kernel: the origins of the values it stores, then of its reductions (the torch ops
-    whose results it writes and whose reductions it runs); the rest of its computation when those say nothing."""
-    stores = [op for op in kernel.walk() if isinstance(op, StoreOp)]
-    stored = [s.value.owner.loc for s in stores if isinstance(s.value, OpResult)]
-    reductions = [op.loc for op in kernel.walk() if isinstance(op, ReduceOp)]
-    return fuse([*stored, *reductions] or [op.loc for op in kernel.walk()])
-
-
-def fuse_producers(func: FuncOp, accept: Callable[[Trial], bool], interchange: bool = False) -> bool:
-    """Pull producers into consumers, last kernel first, whenever `accept` takes the measured trial.
-
-    A consumer tries the buffers it reads, latest producer first, until none is accepted; a producer whose buffer
-    nobody reads any more loses its store (and disappears when it has no store left). Sweeps repeat until one
-    changes nothing, so the result is a fixpoint (running the pass again does nothing).
-    """
-    changed = False
-    while _fuse_sweep(func, accept, interchange):  # a fusion can enable one in a kernel already visited
-        changed = True
-    if changed:
-        rename_kernels(func)
-    return changed
-
-
-def rename_kernels(func: FuncOp) -> None:
-    """Name every kernel after what it computes, numbering repeats in program order (`k_linear`, `k_linear_1`);
-    a kernel whose ops carry no torch origin keeps its name."""
-    taken: set[str] = set()
-    for k in kernels(func):
-        k.attributes["sym_name"] = kernel_name(_kernel_origins(k), k.sym_name, taken)
-
-
-def _fuse_sweep(func: FuncOp, accept, interchange: bool) -> bool:
-    changed = False
-    for consumer in reversed(kernels(func)):
-        while consumer.parent is not None:
-            fused = None
-            order = {id(k): i for i, k in enumerate(kernels(func))}
-            candidates = []
-            for buf in consumer.loaded_buffers():
-                p = producer_of(buf)
-                if p is not None and p.kernel is not consumer:
-                    candidates.append(p)
-            for p in sorted(candidates, key=lambda p: -order[id(p.kernel)]):
-                trial = measure(consumer, p, interchange)
-                if accept(trial):
-                    fused = trial
-                    break
-                trial.fused.erase()
-            if fused is None:
-                break
-            commit(fused)
-            consumer = fused.fused
-            changed = True
-    return changed

@@ -87,13 +87,7 @@ class ConstOp(Operation):
     def build(value, dtype: ScalarType, loc=None) -> ConstOp:
         from irforge.location import UNKNOWN
 
-        if dtype.is_float:
-            value = float(value)
-        elif dtype.name == "bool":
-            value = bool(value)
-        else:
-            value = int(value)
-        return ConstOp([], [dtype], {"value": value}, loc=loc or UNKNOWN)
+        return ConstOp([], [dtype], {"value": dtype.as_python(value)}, loc=loc or UNKNOWN)
 
     def verify_(self):
         t, v = self.result.type, self.attributes["value"]

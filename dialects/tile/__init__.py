@@ -46,7 +46,9 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import ScalarType, TensorType, index
 
+from ..launch import dims_text, launch_dims
 from ..loop import indexing
+from ..loop.indexing import enclosing_loops, kernel_of, loop_extents
 from .layout import Layout
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -59,7 +61,7 @@ def _is_int(v) -> bool:
 
 
 # ---- program structure ----------------------------------------------------------------------------------------
-class KernelOp(Operation):
+class KernelOp(indexing.KernelBase):
     """One kernel and its launch shape: `grid` blocks of `block` threads (x, y, z). Pipelines reach it as
     `kernel(...)`; a `tune = {pass-name = {option = value}}` attribute overrides the tile passes' options."""
 
@@ -136,22 +138,10 @@ class KernelOp(Operation):
     def print_custom(self, p):
         a = self.attributes
         p.write("tile.kernel ", str(SymbolRef(self.sym_name)))
-        p.write(" grid(", _dims_text(a["grid"]), ") block(", _dims_text(a["block"]), ")")
+        p.write(" grid(", dims_text(a["grid"]), ") block(", dims_text(a["block"]), ")")
         p.attr_dict(a, elide=("sym_name", "grid", "block"), prefix=" attributes ")
         p.write(" ")
         p.region(self.regions[0])
-
-
-def _dims_text(dims) -> str:
-    d = list(dims)
-    while len(d) > 1 and d[-1] == 1:
-        d.pop()
-    return ", ".join(map(str, d))
-
-
-def launch_dims(dims) -> tuple[int, int, int]:
-    dims = list(dims)
-    return tuple(dims + [1] * (3 - len(dims))) if len(dims) <= 3 else tuple(dims)
 
 
 class BufferOp(Operation):
@@ -214,19 +204,11 @@ class ParamOp(Operation):
 SCHEDULE_ATTRIBUTES = {"bind": tuple, "vector": tuple, "split": tuple, "raster": int, "unroll": int}
 
 
-class LoopOp(Operation):
+class LoopOp(indexing.LoopBase):
     """Shared by `tile.for` and `tile.reduce`: an iteration space (one index per dimension, each from 0), optionally
     distributed `by` hardware axes, in work items of `vector` iterations (a box: a width per dimension)."""
 
     num_regions = 1
-
-    @property
-    def ivs(self) -> list:
-        return list(self.body.args)
-
-    @property
-    def extents(self) -> tuple[int, ...]:
-        raise NotImplementedError
 
     @property
     def bind(self) -> tuple[str, ...]:
@@ -737,28 +719,6 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
-def kernel_of(op: Operation) -> KernelOp | None:
-    if isinstance(op, KernelOp):
-        return op
-    return next((a for a in op.ancestors() if isinstance(a, KernelOp)), None)
-
-
-def enclosing_loops(op: Operation) -> list[LoopOp]:
-    """Loops around `op`, outermost first, up to its kernel."""
-    out = []
-    for a in op.ancestors():
-        if isinstance(a, KernelOp):
-            break
-        if isinstance(a, LoopOp):
-            out.append(a)
-    return out[::-1]
-
-
-def loop_extents(op: Operation) -> dict:
-    """{loop index: extent} for the loops around `op`."""
-    return {iv: e for lp in enclosing_loops(op) for iv, e in zip(lp.ivs, lp.extents)}
-
-
 def bound_axes(op: Operation) -> set[str]:
     """Hardware axes the loops around `op` are distributed over."""
     return {a for lp in enclosing_loops(op) for a in lp.bind}

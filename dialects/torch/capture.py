@@ -81,6 +81,8 @@ def _internal_dirs() -> tuple[str, ...]:
 
 
 _INTERNAL_DIRS = _internal_dirs()
+# The bench suites' programs (irforge/bench/) are user programs: a refusal points into them.
+_BENCH_DIR = os.path.join(os.path.dirname(sys.modules["irforge"].__file__), "bench", "")
 
 
 def dtype_of(dt: torch.dtype, loc: Location = UNKNOWN) -> ScalarType:
@@ -114,7 +116,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 def _is_user_file(filename: str) -> bool:
     if filename.startswith("<") and not filename.startswith(("<snippet", "<stdin")):
         return False
-    return not filename.startswith(_INTERNAL_DIRS)
+    return not filename.startswith(_INTERNAL_DIRS) or filename.startswith(_BENCH_DIR)
 
 
 def user_location(frame) -> Location:

@@ -181,11 +181,9 @@ class Executor:
         self._bound = key
 
     def _tensormap(self, t, address: int) -> driver.TensorMap:
-        from irforge.dialects.kernel.types import element_bytes
-
         tm = self._tensormaps.get((t, address))
         if tm is None:
-            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, element_bytes(t.dtype), t.swizzle)
+            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, t.dtype.bytes, t.swizzle)
             self._tensormaps[(t, address)] = tm
         return tm
 

@@ -91,7 +91,7 @@ def check_example(ex: Example, rng, *, use_graph: bool = False, time_it: bool = 
 
 
 def time_call(fn, warmup: int = 5, reps: int = 50) -> float:
-    """Median milliseconds of `fn` on the GPU, with CUDA events (a quick look; bench/harness.py does it properly).
+    """Median milliseconds of `fn` on the GPU, with CUDA events (a quick look; irforge.bench does it properly).
     The GPU spins before each call so the host has queued it by the start event: host overhead is not counted."""
     import torch
 

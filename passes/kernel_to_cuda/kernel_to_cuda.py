@@ -22,7 +22,6 @@ from irforge.dialects.kernel.types import (
     MbarrierType,
     PtrType,
     SmemType,
-    element_bytes,
     element_type,
 )
 
@@ -662,7 +661,7 @@ class _Emitter:
     # ---- asynchronous copies, mbarriers, TMA ------------------------------------------------------------------
     def op_cp_async(self, op):
         chunk = op.attributes["chunk"]
-        nbytes = chunk.numel * element_bytes(chunk.dtype)
+        nbytes = chunk.numel * chunk.dtype.bytes
         dst = self.address(op, "dst_index", op.dst)
         src = self.address(op, "src_index", op.src)
         self.line(f"irf_cp_async<{nbytes}>({dst}, {src});")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from irforge.dialects.loop.transforms import fuse_producers
+from irforge.passes.loop.fusion import Trial, fuse_producers
 
 from irforge.builtin import FuncOp
 from irforge.ir import Operation
@@ -25,6 +25,17 @@ class FuseBroadcast(Pass):
     )
 
     def run(self, op: Operation) -> None:
-        limit = 1.0 + self.max_recompute
         for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
-            fuse_producers(func, lambda t: not t.has_reduction and t.work_after <= limit * t.work_before)
+            fuse_producers(
+                func, lambda t: recompute_refusal(t, self.max_recompute), reductions=False, remark=self.remark
+            )
+
+
+def recompute_refusal(t: Trial, max_recompute: float) -> str | None:
+    """Why a fusion recomputing the producer would add too much work (None: within `max_recompute`)."""
+    if t.work_after > (1.0 + max_recompute) * t.work_before:
+        return (
+            f"the work would grow {t.growth():.2f}x ({t.work_before:g} -> {t.work_after:g}), past the limit of "
+            f"{1.0 + max_recompute:g}x (max-recompute={max_recompute:g})"
+        )
+    return None

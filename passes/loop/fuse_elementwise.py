@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from irforge.dialects.loop.transforms import fuse_producers
+from irforge.passes.loop.fusion import Trial, fuse_producers
 
 from irforge.builtin import FuncOp
 from irforge.ir import Operation
@@ -22,4 +22,10 @@ class FuseElementwise(Pass):
 
     def run(self, op: Operation) -> None:
         for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
-            fuse_producers(func, lambda t: not t.has_reduction and t.work_after <= t.work_before)
+            fuse_producers(func, _refusal, reductions=False, remark=self.remark)
+
+
+def _refusal(t: Trial) -> str | None:
+    if t.work_after > t.work_before:
+        return f"the work would grow {t.growth():.2f}x ({t.work_before:g} -> {t.work_after:g}); this pass adds none"
+    return None

@@ -1,17 +1,8 @@
 from __future__ import annotations
 
 from irforge.dialects.loop import BufferOp, KernelOp, ParamOp
-from irforge.dialects.loop.transforms import (
-    captured_values,
-    cleanup,
-    free_band,
-    kernels,
-    merge_sibling_loops,
-    merge_sibling_reductions,
-    rename_kernels,
-    work,
-    writer,
-)
+from irforge.dialects.loop.transforms import captured_values, cleanup, kernels, writer
+from irforge.passes.loop.fusion import free_band, merge_sibling_loops, merge_sibling_reductions, rename_kernels, work
 
 from irforge.builtin import FuncOp
 from irforge.ir import Operation

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from irforge.dialects.loop.transforms import fuse_producers
+from irforge.passes.loop.fuse_broadcast import recompute_refusal
+from irforge.passes.loop.fusion import Trial, fuse_producers
 
 from irforge.builtin import FuncOp
 from irforge.ir import Operation
@@ -29,14 +30,13 @@ class FuseReductions(Pass):
     interchange: bool = option(True, help="reorder the consumer's free loops so the reduction can be hoisted")
 
     def run(self, op: Operation) -> None:
-        limit = 1.0 + self.max_recompute
         for func in [o for o in op.walk() if isinstance(o, FuncOp)]:
-            fuse_producers(
-                func,
-                lambda t: (
-                    t.has_reduction
-                    and t.reduction_work_after <= t.reduction_work_before
-                    and t.work_after <= limit * t.work_before
-                ),
-                interchange=self.interchange,
+            fuse_producers(func, self._refusal, reductions=True, interchange=self.interchange, remark=self.remark)
+
+    def _refusal(self, t: Trial) -> str | None:
+        if t.reduction_work_after > t.reduction_work_before:
+            return (
+                f"the reduction work would grow {t.reduction_work_after / t.reduction_work_before:.2f}x "
+                f"({t.reduction_work_before:g} -> {t.reduction_work_after:g}); a reduction is never computed twice"
             )
+        return recompute_refusal(t, self.max_recompute)

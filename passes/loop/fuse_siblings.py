@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from irforge.dialects.loop.transforms import eliminate_common, merge_sibling_loops, merge_sibling_reductions
+from irforge.dialects.loop.transforms import eliminate_common
+from irforge.passes.loop.fusion import merge_sibling_loops, merge_sibling_reductions
 
 from irforge.ir import Operation
 from irforge.pass_manager import IntRange, Pass, option

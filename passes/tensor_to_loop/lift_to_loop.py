@@ -115,7 +115,7 @@ def _reduce(op, b: Builder, out) -> None:
     src = op.input.type
     monoid = MONOIDS[op.attributes["kind"]]
     acc = accumulator(src.dtype)
-    init = _identity(monoid, acc)
+    init = monoid.identity(acc)
     subs, b = _free_loops(b, src.shape, skip=axes)
     coords = list(subs)
     reductions = []
@@ -134,11 +134,6 @@ def _reduce(op, b: Builder, out) -> None:
 def accumulator(dtype: ScalarType) -> ScalarType:
     """The type a reduction of `dtype` accumulates in: f32 for half types (as PyTorch does)."""
     return f32 if dtype.name in ("f16", "bf16") else dtype
-
-
-def _identity(monoid, t: ScalarType):
-    v = monoid.identity(t)
-    return bool(v) if t.name == "bool" else float(v) if t.is_float else int(v)
 
 
 _CARRIER = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}  # names of reduction results

@@ -68,24 +68,36 @@ class TileBlockify(Pass):
                 )
         return None
 
+    def _why_one(self) -> str:
+        return "threads=1" if self.threads else "the default schedule's choice"
+
     def run(self, op: Operation) -> None:
-        why = self.check(op)
-        if why:
-            raise op.error(why)
         for band, m_dim, n_dim in _contraction_bands(op):
             _tile_contraction(op, band, m_dim, n_dim, self)
         inner = _inner_free_loops(op)
         splits = _band_splits(op, inner)
         for loop in inner:
             loop.attributes["bind"] = ("threadIdx.x",)
+            self.remark(loop, f"the block's {op.axis_size('threadIdx.x')} threads along x take the loop's iterations")
         for band, axis in splits:
             size = op.axis_size(axis)
             if size == 1:
                 size = self.threads or heuristic().band_threads(op, band, axis)
-                if size == 1 or op.threads * size > target().max_threads:
+                if size == 1:
+                    self.remark(
+                        band, f"the band of {band.work_items} points stays one point per block ({self._why_one()})"
+                    )
+                    continue
+                if op.threads * size > target().max_threads:
+                    self.remark(
+                        band,
+                        f"not split: {size} threads would give the block {op.threads * size} (the limit is "
+                        f"{target().max_threads})",
+                    )
                     continue
                 op.set_axis_size(axis, size)
             band.attributes["bind"] = (*band.bind, axis)
+            self.remark(band, f"the band of {band.work_items} points is split over {size} threads along {axis}")
         T.fit_grid(op)
 
 

@@ -78,11 +78,4 @@ def chunk(r: T.ReduceOp, bk: int) -> T.ReduceOp:
 
 def identity_init(r: T.ReduceOp) -> tuple:
     """The reduction's init attribute with each carrier at its monoid's identity."""
-    return tuple(
-        tuple(_typed(m.identity(res.type, i), res.type) for i, res in enumerate(results))
-        for m, _, results in r.carriers
-    )
-
-
-def _typed(value, t):
-    return float(value) if t.is_float else bool(value) if t.name == "bool" else int(value)
+    return tuple(tuple(m.identity(res.type, i) for i, res in enumerate(results)) for m, _, results in r.carriers)

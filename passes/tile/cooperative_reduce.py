@@ -44,20 +44,31 @@ class TileCooperativeReduce(Pass):
             return f"threads={self.threads} would give the block {n} threads (the limit is {target().max_threads})"
         return None
 
+    def _why_one(self) -> str:
+        return "threads=1" if self.threads else "the default schedule's choice"
+
     def run(self, op: Operation) -> None:
-        why = self.check(op)
-        if why:
-            raise op.error(why)
         for r in candidates(op):
             if "threadIdx.x" in T.bound_axes(r):
                 continue  # inside a reduction shared just now
             n = op.axis_size("threadIdx.x")
             if n == 1:
                 n = self.threads or heuristic().cooperative_threads(op, r)
-                if n == 1 or op.threads * n > target().max_threads:
+                if n == 1:
+                    self.remark(
+                        r, f"the reduction over {r.extents[0]} elements stays in one thread ({self._why_one()})"
+                    )
+                    continue
+                if op.threads * n > target().max_threads:
+                    self.remark(
+                        r,
+                        f"not shared: {n} threads would give the block {op.threads * n} (the limit is "
+                        f"{target().max_threads})",
+                    )
                     continue
                 op.set_axis_size("threadIdx.x", n)
             share(r)
+            self.remark(r, f"the reduction over {r.extents[0]} elements is shared by {n} threads along threadIdx.x")
 
 
 def candidates(kernel: T.KernelOp) -> list[T.ReduceOp]:

@@ -12,7 +12,6 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
 
@@ -63,7 +62,7 @@ class Heuristic:
         if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
-        size = min(map(element_bytes, loads), default=4)
+        size = min((t.bytes for t in loads), default=4)
         return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:
@@ -147,7 +146,7 @@ class Heuristic:
         c = contraction_of(reduce)
         if c is None:
             return 1
-        size = min(element_bytes(ld.buffer.type.dtype) for ld in c.a + c.b)
+        size = min(ld.buffer.type.dtype.bytes for ld in c.a + c.b)
         k = reduce.extents[0]
         chunk = K_CHUNK_BYTES // size
         while chunk > 1 and k % chunk:

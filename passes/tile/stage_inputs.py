@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.vectors import expand
 from irforge.passes.tile.heuristics import heuristic
@@ -39,29 +38,44 @@ class TileStageInputs(Pass):
     )
 
     def run(self, op: Operation) -> None:
-        if not isinstance(op, T.KernelOp) or op.threads == 1:
+        if not isinstance(op, T.KernelOp):
+            return
+        if op.threads == 1:
+            self.remark(op, "nothing staged: the block has one thread, so no load is shared")
             return
         budget = (self.max_bytes or heuristic().stage_budget(op)) - staged_bytes(op)
         wanted = {n.lstrip("%@") for n in self.inputs}
         for owner in owners(op):
             for buf, loads in _reused(owner, op).items():
+                name = _buffer_name(buf) or "a buffer"
                 if wanted and _buffer_name(buf) not in wanted:
+                    self.remark(loads[0], f"{name} not staged: not among inputs={','.join(self.inputs)}")
                     continue
                 box = _box(owner, loads)
                 if box is None:
+                    self.remark(
+                        loads[0],
+                        f"{name} not staged: its loads reach no single box (a subscript mixes the block's point "
+                        "with the inner loops, or the loads' points differ)",
+                    )
                     continue
-                nbytes = math.prod(box[1]) * element_bytes(buf.type.dtype)
+                nbytes = math.prod(box[1]) * buf.type.dtype.bytes
                 if nbytes <= budget:
                     budget -= nbytes
                     _stage(owner, buf, loads, *box)
+                    self.remark(op, f"{name} staged: box {list(box[1])} ({_kb(nbytes)}), {_kb(budget)} left")
+                else:
+                    self.remark(
+                        loads[0], f"{name} not staged: the box ({_kb(nbytes)}) exceeds the budget ({_kb(budget)} left)"
+                    )
+
+
+def _kb(nbytes: int) -> str:
+    return f"{nbytes / 1024:.3g} KB"
 
 
 def staged_bytes(kernel: T.KernelOp) -> int:
-    return sum(
-        math.prod(s.box) * element_bytes(s.result.type.dtype) * s.ring
-        for s in kernel.walk()
-        if isinstance(s, T.StageOp)
-    )
+    return sum(math.prod(s.box) * s.result.type.dtype.bytes * s.ring for s in kernel.walk() if isinstance(s, T.StageOp))
 
 
 def _buffer_name(buf: Value) -> str:

@@ -51,11 +51,7 @@ class TileSwizzleSmem(Pass):
         help="B,M,S for every staged box (empty: the bank model's best of passes/tile/heuristics.py's; 0,0,0: none)",
     )
 
-    def check(self, op: Operation) -> str | None:
-        found = self._refusal(op)
-        return found[1] if found else None
-
-    def _refusal(self, op: Operation) -> tuple[Operation, str] | None:
+    def check(self, op: Operation) -> tuple[Operation, str] | None:
         if not isinstance(op, T.KernelOp) or self.swizzle in ((), (0, 0, 0)):
             return None
         text = ",".join(map(str, self.swizzle))
@@ -68,9 +64,6 @@ class TileSwizzleSmem(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
             return
-        found = self._refusal(op)
-        if found:
-            raise found[0].error(found[1])
         for st in candidates(op):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle

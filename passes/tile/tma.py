@@ -40,9 +40,6 @@ class TileTma(Pass):
         return None
 
     def run(self, op: Operation) -> None:
-        why = self.check(op)
-        if why:
-            raise op.error(why)
         if not isinstance(op, T.KernelOp) or self.stages == "none" or not target().has("tma"):
             return
         for st in [s for s in op.walk() if isinstance(s, T.StageOp) and s.copy != "tma"]:

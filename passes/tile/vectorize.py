@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.types import element_bytes
 from irforge.dialects.tile.vectors import why_slow
 from irforge.passes.tile.heuristics import heuristic
 
@@ -35,8 +34,9 @@ class TileVectorize(Pass):
         if not isinstance(op, T.KernelOp) or self.width == 1:
             return
         for loop in _candidates(op):
+            narrowest = min((a.operands[0].type.dtype.bytes for a in _accesses(loop)), default=4)
+            ceiling = self.width or max(1, 16 // narrowest)
             if self.width == 0:
-                narrowest = min((element_bytes(a.operands[0].type.dtype) for a in _accesses(loop)), default=4)
                 width = heuristic().vector_width(
                     op, loop, narrowest, lambda v, lp=loop: why_slow(lp, len(lp.extents) - 1, v) is None
                 )
@@ -46,6 +46,14 @@ class TileVectorize(Pass):
                     width //= 2
             if width > 1:
                 loop.set_vector((1,) * (len(loop.extents) - 1) + (width,))
+            if width < ceiling:
+                why = (
+                    why_slow(loop, len(loop.extents) - 1, 2 * width)
+                    or "the block's threads would outnumber the work items"
+                )
+                self.remark(loop, f"vector width {width}, not {2 * width}: {why}")
+            else:
+                self.remark(loop, f"vectorized by {width}")
         T.fit_grid(op)
 
 

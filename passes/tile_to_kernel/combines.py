@@ -17,7 +17,7 @@ from irforge.dialects.tile.vectors import Lanes
 from irforge import index_expr as ix
 from irforge.ir import Operation, Value
 from irforge.target import target
-from irforge.types import boolean, index
+from irforge.types import index
 
 from .emit import combine_values, value_hint
 
@@ -178,15 +178,10 @@ def _through_smem(m, carriers, slots: int, every: int):
     out = []
     for (monoid, comps), bufs in zip(carriers, parts):
         types = [c.type for c in comps]
-        ids = [kb.const(_typed(monoid.identity(t, i), t), t) for i, t in enumerate(types)]
+        ids = [kb.const(monoid.identity(t, i), t) for i, t in enumerate(types)]
         with kb.for_(0, slots, carries=ids, hint="k") as lp:
             got = [kb.load(buf, [row, Val(lp.iv)], t) for buf, t in zip(bufs, types)]
             lp.yield_(*combine_values(kb, monoid, lp.carries, got))
         out.append((monoid, lp.results))
     kb.barrier()  # the partials are read before a later combine may overwrite them
     return out
-
-
-def _typed(value, t):
-    """A monoid identity as a constant of type `t` (identities are Python numbers of any kind)."""
-    return float(value) if t.is_float else bool(value) if t == boolean else int(value)

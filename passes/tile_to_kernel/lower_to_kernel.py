@@ -61,18 +61,14 @@ class LowerToKernel(Pass):
     input_level = "tile"
     output_level = "kernel"
 
-    def check(self, op: Operation) -> str | None:
+    def check(self, op: Operation) -> tuple[Operation, str] | None:
         for k in _tile_kernels(op):
             found = unmaterializable(k)
             if found is not None:
-                return f"kernel @{k.sym_name}: {found[1]}"
+                return found[0], f"cannot be materialized: {found[1]}"
         return None
 
     def run(self, op: Operation) -> None:
-        for k in _tile_kernels(op):
-            found = unmaterializable(k)
-            if found is not None:
-                raise found[0].error(f"cannot be materialized: {found[1]}")
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
             _materialize_function(func, op)
 

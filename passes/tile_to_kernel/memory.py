@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, element_bytes, tma_swizzle
+from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
 
@@ -62,7 +62,7 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
-        if op.copy_width() * element_bytes(op.result.type.dtype) < 4:
+        if op.copy_width() * op.result.type.dtype.bytes < 4:
             return "copies asynchronously, but its rows do not split into aligned 4-, 8- or 16-byte pieces"
     if op.copy == "tma":
         why = why_not_tma(op)
@@ -80,7 +80,7 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
 def tensormap_type(op: T.StageOp) -> TensorMapType:
     """The tensor map a `tma` stage copies its box with (raises ValueError where the copy engine cannot)."""
     dtype = op.result.type.dtype
-    span = op.box[-1] * element_bytes(dtype) if op.attributes.get("swizzle") else 0
+    span = op.box[-1] * dtype.bytes if op.attributes.get("swizzle") else 0
     return TensorMapType(dtype, op.source.type.shape, op.box, span)
 
 
@@ -180,7 +180,7 @@ def _vector_width(p: Pattern, dtype, lanes, unit: int | None, row: int | None) -
     d = K.run_dim(p.shape, p.strides)
     if d is None:
         return None
-    nbytes = element_bytes(dtype)
+    nbytes = dtype.bytes
     run = p.shape[d]
     row = row or run
     w = run
