@@ -233,7 +233,8 @@ def test_the_choices_are_remarks():
     said = {(r.pass_name, r.op.result.name_hint): r.message for r in remarks.records}
     assert said[("tile-tma", "x_smem")] == "%x_smem is copied by the tensor memory accelerator"
     assert said[("tile-tma", "w_smem")].startswith("%w_smem stays a copy by the threads")
-    assert re.match(r"%w_smem \[64, 16\]: swizzle\(3, 2, 4\) \(4\.\d\d wavefronts per request", said[("tile-swizzle-smem", "w_smem")])
+    swizzled = said[("tile-swizzle-smem", "w_smem")]
+    assert re.match(r"%w_smem \[64, 16\]: swizzle\(3, 2, 4\) \(4\.\d\d wavefronts per request", swizzled)
 
 
 # ---- the block-order model ----------------------------------------------------------------------------------------

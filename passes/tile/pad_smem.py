@@ -17,8 +17,9 @@ class TilePadSmem(Pass):
     ties go to the smaller pad. A pad that would narrow a vector (16-byte reads and cp.async pieces need rows of
     whole, aligned vectors) or overflow shared memory is out, and a stage the tensor memory accelerator copies
     keeps dense rows (the engine writes them so). Each decision is a remark listing every candidate's cost
-    (`irforge-opt -debug-only=tile-pad-smem`, `irforge compile -v`). `pad` forces one pad on every stage not padded yet, refused
-    (`check`) where it is out. A padded stage is left alone (idempotent); no load sees a different value.
+    (`irforge-opt -debug-only=tile-pad-smem`, `irforge compile -v`). `pad` forces one pad on every stage not
+    padded yet, refused (`check`) where it is out. A padded stage is left alone (idempotent); no load sees a
+    different value.
     """
 
     name = "tile-pad-smem"
