@@ -74,6 +74,8 @@ VARIANTS = {
     "no-tma": variant(tile_tma="stages=none"),
     "tma-all": variant(tile_tma="stages=all"),
     "raster8": variant(tile_rasterize="rows=8"),
+    "warps4x8": variant(rows=4),  # tile-permute-lanes' 4 x 8 warps: A's rows swizzled apart (sweep 2 had them clash)
+    "warps4x8.plain": variant(rows=4, **PLAIN),
     "64x128": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1),
     "64x128.nosplit": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1, group_bytes=4),
     "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16, splits=1),
@@ -135,7 +137,7 @@ def prepare(out: Path, shapes, variants) -> None:
             except Exception as e:  # a refused option point is a row, not the end of the sweep
                 print(f"{s} {v}: refused: {str(e).splitlines()[0]}")
                 continue
-            log = ""
+            logs = []
             for op in module.body.ops:
                 if op.name == "cuda.kernel":
                     a = op.attributes
@@ -143,9 +145,10 @@ def prepare(out: Path, shapes, variants) -> None:
                     log = compile_cuda(
                         a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
                     ).log
+                    usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
+                    logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
             (out / f"{s}__{v}.ir").write_text(print_module(module))
-            regs = " ".join(x for x in log.split("\n") if "registers" in x or "spill" in x)
-            print(f"{s} {v}: {time.time() - t0:.1f}s {' '.join(regs.split())}")
+            print(f"{s} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}")
 
 
 def run(src: Path, out_json: str | None, only: str = "") -> None:

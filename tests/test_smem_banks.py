@@ -42,21 +42,25 @@ def test_wavefronts_of_several_instructions_at_once():
     assert wf.tolist() == [1, 32, 2] and ideal.tolist() == [1, 1, 1]
 
 
-# One warp; thread t reads row t of a [32, 8] f32 box, 16 bytes (4 columns) a trip, 2 trips.
-ROWS = """func.func @forward(%x: f32[32,8]) -> f32[32,8] {
-  %y = tile.buffer f32[32,8]
-  tile.kernel @k grid(1) block(32) {
-    %s = tile.stage %x[0, 0] -> smem : f32[32,8]
-    tile.for %t in 0..32 by threadIdx.x {
-      tile.for %k in 0..8 vector 4 {
+def row_reads(cols: int, vector: int = 4) -> str:
+    """One warp; thread t reads row t of a [32, cols] f32 box, `vector` columns a trip."""
+    return f"""func.func @f(%x: f32[32,{cols}]) -> f32[32,{cols}] {{
+  %y = tile.buffer f32[32,{cols}]
+  tile.kernel @k grid(1) block(32) {{
+    %s = tile.stage %x[0, 0] -> smem : f32[32,{cols}]
+    tile.for %t in 0..32 by threadIdx.x {{
+      tile.for %k in 0..{cols} vector {vector} {{
         %v = tile.load %s[%t, %k]
         tile.store %y[%t, %k] = %v
-      }
-    }
-  }
+      }}
+    }}
+  }}
   func.return %y
-}
+}}
 """
+
+
+ROWS = row_reads(8)  # 16 bytes a trip, 2 trips
 
 
 def _stage(text: str) -> T.StageOp:

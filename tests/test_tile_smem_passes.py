@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
-from tilegen import assert_close
+from test_smem_banks import row_reads
+from tilegen import apply, assert_close
 
 from irforge.diagnostics import IRForgeError
 from irforge.instrumentation import Remarks
@@ -21,7 +22,6 @@ from irforge.interpreter import interpret
 from irforge.parser import parse_module
 from irforge.pass_manager import run_pipeline
 from irforge.printer import print_module
-from irforge.registry import registry
 from irforge.target import Target, use_target
 
 SMEM_PASSES = {
@@ -79,20 +79,6 @@ def contractions(draw):
     return parse_module(contraction(m, n, k, draw(st.booleans()), draw(st.booleans()), draw(st.booleans())))
 
 
-def _apply(module, text: str) -> bool:
-    """Run one pass; False when it refused (the refusal must come from its check)."""
-    try:
-        run_pipeline(module, text)
-    except IRForgeError as e:
-        name, _, opts = text.partition("{")
-        values = dict(kv.split("=") for kv in opts.rstrip("}").split()) if opts else {}
-        cls = registry().passes()[name]
-        p = cls(**{key: cls.options[key].parse(v) for key, v in values.items()})
-        assert any(p.check(k) for k in module.walk() if isinstance(k, T.KernelOp)), e.render()
-        return False
-    return True
-
-
 def _simulated(module, expected, what: str) -> None:
     assert_close(expected, interpret(module, seed=3), module, what)
     lowered = parse_module(print_module(module))
@@ -107,7 +93,7 @@ def test_each_pass_keeps_the_answer_and_is_idempotent(name, module, data):
     expected = interpret(module, seed=3)
     run_pipeline(module, PREFIX + ",tile-multi-buffer,tile-async-copy,tile-pipeline")
     text = name + data.draw(st.sampled_from(SMEM_PASSES[name]))
-    assume(_apply(module, text))
+    assume(apply(module, text) is None)
     once = print_module(module)
     run_pipeline(module, text)
     assert print_module(module) == once, f"{text} is not idempotent"
@@ -123,8 +109,8 @@ def test_the_stage_passes_in_any_order_keep_the_answer(module, data):
     order = data.draw(st.permutations(list(options)))
     texts = [p + data.draw(st.sampled_from(options[p])) for p in order]
     for text in texts:
-        if not _apply(module, text):
-            return
+        if apply(module, text):
+            return  # refused by its check
     _simulated(module, expected, ",".join(texts))
 
 
@@ -292,22 +278,6 @@ def test_rasterized_blocks_keep_the_answer():
     _simulated(m, expected, "raster 2")
 
 
-ROWS_32 = """func.func @f(%x: f32[32,32]) -> f32[32,32] {
-  %y = tile.buffer f32[32,32]
-  tile.kernel @k grid(1) block(32) {
-    %s = tile.stage %x[0, 0] -> smem : f32[32,32]
-    tile.for %t in 0..32 by threadIdx.x {
-      tile.for %k in 0..32 vector 4 {
-        %v = tile.load %s[%t, %k]
-        tile.store %y[%t, %k] = %v
-      }
-    }
-  }
-  func.return %y
-}
-"""
-
-
 def test_the_heuristics_offer_the_candidates():
     from irforge.passes.tile import heuristics
 
@@ -317,7 +287,7 @@ def test_the_heuristics_offer_the_candidates():
 
     old = heuristics.set_heuristic(OnlyPadEight())
     try:
-        m = parse_module(ROWS_32)
+        m = parse_module(row_reads(32))
         run_pipeline(m, "kernel(tile-pad-smem)")
     finally:
         heuristics.set_heuristic(old)
@@ -328,7 +298,7 @@ def test_the_heuristics_offer_the_candidates():
 def test_vectors_in_a_swizzled_copy_stay_inside_a_unit():
     # Each thread reads 8 consecutive f32 (32 bytes): dense, one 32-byte access (two 16-byte pieces from one
     # address); swizzled by 16-byte units, two accesses, each inside its unit.
-    text = ROWS_32.replace("vector 4", "vector 8")
+    text = row_reads(32, 8)
     m = parse_module(text)
     expected = interpret(m, seed=3)
     run_pipeline(m, "kernel(tile-swizzle-smem{swizzle=1,2,3})")

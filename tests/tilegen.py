@@ -69,16 +69,25 @@ def schedule(module, passes: list[str]) -> str | None:
     pass whose check refused (a refusal that no `check` predicted fails the test)."""
     run_pipeline(module, "map-to-tile")
     for text in passes:
-        try:
-            run_pipeline(module, text)
-        except IRForgeError as e:
-            name, _, opts = text.partition("{")
-            values = dict(kv.split("=") for kv in opts.rstrip("}").split()) if opts else {}
-            cls = registry().passes()[name]
-            p = cls(**{k: cls.options[k].parse(v) for k, v in values.items()})
-            reasons = [p.check(k) for k in module.walk() if isinstance(k, T.KernelOp)]
-            assert any(reasons), f"'{text}' failed without its check refusing:\n{e.render()}"
-            return str(e)
+        refused = apply(module, text)
+        if refused:
+            return refused
+    return None
+
+
+def apply(module, text: str) -> str | None:
+    """Run one pass (`name{options}`) on `module`: None when it ran, else its refusal, which its `check` must have
+    given for some kernel."""
+    try:
+        run_pipeline(module, text)
+    except IRForgeError as e:
+        name, _, opts = text.partition("{")
+        values = dict(kv.split("=") for kv in opts.rstrip("}").split()) if opts else {}
+        cls = registry().passes()[name]
+        p = cls(**{k: cls.options[k].parse(v) for k, v in values.items()})
+        reasons = [p.check(k) for k in module.walk() if isinstance(k, T.KernelOp)]
+        assert any(reasons), f"'{text}' failed without its check refusing:\n{e.render()}"
+        return str(e)
     return None
 
 

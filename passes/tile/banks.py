@@ -328,6 +328,16 @@ def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None) -> Cand
     return Candidate(dict(layout), cost, why)
 
 
+def refusal(stages: list[T.StageOp], layout: dict, option: str) -> tuple[T.StageOp, str] | None:
+    """(the first of `stages` that cannot take `layout`, why), None when all can: a pass's `check` of a forced
+    `option`."""
+    for st in stages:
+        c = evaluate(st, layout, stage_cost(st))
+        if c.why_not:
+            return st, f"{option}: %{st.result.name_hint} {c.why_not}"
+    return None
+
+
 def choose(stage: T.StageOp, layouts: list[dict]) -> tuple[Candidate, Candidate, list[Candidate]]:
     """(the stage's layout now, the best of `layouts`, every candidate): the fewest wavefronts per fill among the
     layouts that keep every vector at least as wide as now; the earlier in `layouts` on a tie. The best is the

@@ -35,11 +35,7 @@ class TilePadSmem(Pass):
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         if not isinstance(op, T.KernelOp) or self.pad <= 0:
             return None
-        for st in candidates(op):
-            c = banks.evaluate(st, {"pad": self.pad}, banks.stage_cost(st))
-            if c.why_not:
-                return st, f"pad={self.pad}: %{st.result.name_hint} {c.why_not}"
-        return None
+        return banks.refusal(candidates(op), {"pad": self.pad}, f"pad={self.pad}")
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.pad == 0:

@@ -54,12 +54,7 @@ class TileSwizzleSmem(Pass):
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         if not isinstance(op, T.KernelOp) or self.swizzle in ((), (0, 0, 0)):
             return None
-        text = ",".join(map(str, self.swizzle))
-        for st in candidates(op):
-            c = banks.evaluate(st, {"swizzle": self.swizzle}, banks.stage_cost(st))
-            if c.why_not:
-                return st, f"swizzle={text}: %{st.result.name_hint} {c.why_not}"
-        return None
+        return banks.refusal(candidates(op), {"swizzle": self.swizzle}, f"swizzle={','.join(map(str, self.swizzle))}")
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
