@@ -1,5 +1,6 @@
 """A model of shared-memory bank conflicts: the wavefronts a staged box's accesses take, as `lower-to-kernel`
-issues them. `tile-pad-smem` and `tile-swizzle-smem` choose a stage's layout with it.
+issues them. `tile-pad-smem` and `tile-swizzle-smem` choose a stage's layout with it, and tile-tma's heuristic
+whether the copy engine's layouts are good enough.
 
 The hardware rules it counts by (NVIDIA GPUs since Volta, Hopper included):
 
