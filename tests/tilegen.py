@@ -55,8 +55,13 @@ SCHEDULE_OPTIONS = {
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
     "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
+    "tile-tma": ["", "{stages=all}"],
     "tile-async-copy": [""],
     "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
+    "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
+    "tile-pad-smem": ["", "{pad=4}"],
+    "tile-rasterize": ["", "{rows=2}"],
+    "tile-unroll": ["", "{max-ops=256}"],
 }
 
 

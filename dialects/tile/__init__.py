@@ -611,15 +611,19 @@ class StageOp(indexing.SubscriptOp):
         return self.attributes.get("prefetch", 0)
 
     def copy_width(self) -> int:
-        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
-        allow it, else fewer."""
+        """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
+        copy (padded) and the box's start allow it, else fewer; no more than a unit of its swizzle."""
         from .vectors import expand
 
+        pad = self.attributes.get("pad", 0)
+        swizzle = self.attributes.get("swizzle", ())
         nbytes = self.result.type.dtype.bytes
         v = max(1, 16 // nbytes)
+        if swizzle:
+            v = min(v, 1 << swizzle[1])
         last = expand(self.index_exprs()[-1])
         box, shape = self.box, self.source.type.shape
-        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+        while v > 1 and (box[-1] % v or (box[-1] + pad) % v or shape[-1] % v or not indexing.multiple_of(last, v)):
             v //= 2
         return v
 
@@ -639,8 +643,8 @@ class StageOp(indexing.SubscriptOp):
         why = self.why_not_ring()
         if why:
             return why
-        if self.copy != "async":
-            return "is prefetched, which needs an asynchronous copy (async)"
+        if self.copy not in STAGE_COPIES:
+            return "is prefetched, which needs an asynchronous copy (async or tma)"
         loop = self.parent_op
         inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
         if any(v in inside for v in self.indices):
