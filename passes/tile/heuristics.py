@@ -40,7 +40,10 @@ RING = 3
 SPLITS = (2, 3, 4, 6, 8, 12, 16, 24, 32)  # the blocks a reduction may be split over
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
-BLOCKS_PER_SM = 4  # split-K toward this many blocks of small register-tiled tiles per multiprocessor
+# Split-K (reduce_splits): toward SPLIT_BLOCKS_PER_SM blocks per multiprocessor, and DEEP_SPLIT ways at least
+# while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks.
+SPLIT_BLOCKS_PER_SM = 2
+DEEP_SPLIT, DEEP_SHARE, DEEP_SPLIT_WAVES = 4, 32, 8
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
@@ -168,27 +171,33 @@ class Heuristic:
 
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Blocks sharing one reduction. A contraction's: the split whose block count comes nearest (by ratio;
-        the larger on a tie) to BLOCKS_PER_SM blocks for each multiprocessor, each share at least MIN_SHARE trips
-        (its chunks are staged: the pipeline needs trips to fill); fewer blocks leave multiprocessors idle, more
-        add atomics and shorten the pipeline (sweep 4 of bench/results/contraction_sweep-h100-2026-11-24: 64
-        blocks of a [128,2048,2048] product ran best split 4-8, not 16). A long row's (split-row): when the rows
-        fill less than half the multiprocessors, enough blocks per row to fill them twice, each share at least
-        MIN_ROW_SHARE elements."""
+        the larger on a tie) to SPLIT_BLOCKS_PER_SM blocks for each multiprocessor, and at least DEEP_SPLIT while
+        the kernel has fewer than DEEP_SPLIT_WAVES blocks per multiprocessor and each share keeps DEEP_SHARE
+        trips; never a share under MIN_SHARE trips (its chunks are staged: the pipeline needs trips to fill). A
+        block of small register tiles holds two warps, so a few blocks per multiprocessor leave it short of warps
+        to switch between: sweep 4 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
+        best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
+        (split-row): when the rows fill less than half the multiprocessors, enough blocks per row to fill them
+        twice, each share at least MIN_ROW_SHARE elements."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
+        sms = target().sm_count
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
-            if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
+            if 2 * blocks >= sms or trips < 2 * MIN_ROW_SHARE:
                 return 1
             best = 1
             for s in SPLITS:
-                if blocks * best >= 2 * target().sm_count:
+                if blocks * best >= 2 * sms:
                     break
                 if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
                     best = s
             return best
-        want = BLOCKS_PER_SM * target().sm_count
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
-        return min(fits, key=lambda s: (abs(math.log(blocks * s / want)), -s))
+        nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
+        if blocks >= DEEP_SPLIT_WAVES * sms:
+            return nearest
+        deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
+        return max(nearest, deep)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
