@@ -177,17 +177,19 @@ class Heuristic:
         block of small register tiles holds two warps, so a few blocks per multiprocessor leave it short of warps
         to switch between: sweep 4 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
         best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
-        (split-row): when the rows fill less than half the multiprocessors, enough blocks per row to fill them
-        twice, each share at least MIN_ROW_SHARE elements."""
+        (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
+        of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
+        share at least MIN_ROW_SHARE elements."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         sms = target().sm_count
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
             if 2 * blocks >= sms or trips < 2 * MIN_ROW_SHARE:
                 return 1
+            wave = sms * max(1, target().max_threads_per_sm // kernel.threads)
             best = 1
             for s in SPLITS:
-                if blocks * best >= 2 * sms:
+                if blocks * best >= wave:
                     break
                 if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
                     best = s
