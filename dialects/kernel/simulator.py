@@ -460,7 +460,12 @@ def _index_op(sim, op, values, mask, w, env):
 
 
 def _const(sim, op, values, mask, w, env):
-    values[op.result] = _full(mask, op.result.type, op.attributes["value"])
+    v, t = op.attributes["value"], op.result.type
+    if isinstance(v, tuple):  # one value per element
+        tile = quantize(np.asarray(v).reshape(_per_thread(t)), element_type(t))
+        values[op.result] = np.broadcast_to(tile, (len(mask), *tile.shape)).copy()
+        return
+    values[op.result] = _full(mask, t, v)
 
 
 def _cast(sim, op, values, mask, w, env):
@@ -1024,7 +1029,7 @@ def _tma_load(sim, op, values, mask, w, env):
             if not 0 <= p < size:
                 raise sim._error(op, f"destination index {pre} is outside {dst.type}", w, lane)
         base = sum(p * s for p, s in zip(pre, dst.type.strides[:k]))
-        a = base + np.arange(box.size)
+        a = _swizzle(base + np.arange(box.size), dst.type.swizzle)  # the copy engine writes swizzled rows
         if dst.pending[a].any():
             raise sim._error(op, "copies into shared memory another async copy is still filling", w, lane)
         dst.pending[a] = True
