@@ -174,9 +174,8 @@ def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
         bases.append(np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel)
     offsets = np.array([off for off, _ in pieces], np.int64)[None, :, None]
     extras = np.array([extra for _, extra in pieces], np.int64)[None, :, None]
-    addrs = (
-        _swizzled(np.stack(bases)[:, None, :] + offsets, t.swizzle) * nbytes + extras
-    )  # (combination, piece, thread)
+    # (combination, piece, thread): every instruction the load issues, evaluated at once
+    addrs = _swizzled(np.stack(bases)[:, None, :] + offsets, t.swizzle) * nbytes + extras
     wf, best = wavefronts(_warps(addrs), chunk, _warps(np.broadcast_to(active, addrs.shape)))
     requests = len(pieces) * _warp_count(kernel) * trips
     return (
