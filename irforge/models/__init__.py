@@ -16,10 +16,11 @@ lowered once. Compiled models are cached on disk (`$IRFORGE_CACHE_DIR/models`).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 
-from .program import ModelStep, code_version, lower, run, split_layers
+from .program import ModelStep, code_version, lower, repeat_layers, run, split_layers
 
 
 @dataclass
@@ -80,9 +81,43 @@ def _ranges(scopes: list[str]) -> str:
     return ", ".join(scopes)
 
 
-def capture_step(config, name: str, dtype: str, batch: int, seq: int, max_len: int) -> tuple[ModelStep, dict]:
+def capture_step(
+    config, name: str, dtype: str, batch: int, seq: int, max_len: int, whole: bool = False
+) -> tuple[ModelStep, dict]:
     """One step (`seq` tokens per sequence at a time) of the model, captured on the meta device and split at its
-    decoder layers; returns it (at the torch level) and the types of the params it reads."""
+    decoder layers; returns it (at the torch level) and the types of the params it reads.
+
+    Unless `whole`, a model whose layers are configured alike is captured with two layers and extended to all of
+    them by induction (`program.repeat_layers`): export's time grows with the layers, and they are one segment."""
+    n = config.num_hidden_layers
+    if not whole and n > 2 and _layers_alike(config):
+        step, params = _capture_split(_with_layers(config, 2), name, dtype, batch, seq, max_len)
+        if repeat_layers(step, "model.layers.", n, params):
+            return step, params
+    return _capture_split(config, name, dtype, batch, seq, max_len)
+
+
+def _layers_alike(config) -> bool:
+    """No per-layer setting (a list with an entry per layer, as Qwen2's `layer_types`) differs between layers."""
+    n = config.num_hidden_layers
+    lists = [v for v in config.to_dict().values() if isinstance(v, list) and len(v) == n]
+    return all(all(x == v[0] for x in v) for v in lists)
+
+
+def _with_layers(config, k: int):
+    """A copy of `config` with `k` decoder layers (its per-layer lists cut to `k` entries)."""
+    import copy
+
+    small = copy.deepcopy(config)
+    n = config.num_hidden_layers
+    for key, v in config.to_dict().items():
+        if isinstance(v, list) and len(v) == n:
+            setattr(small, key, v[:k])
+    small.num_hidden_layers = k
+    return small
+
+
+def _capture_split(config, name, dtype, batch, seq, max_len) -> tuple[ModelStep, dict]:
     import torch
 
     from irforge.dialects.torch.capture import capture
@@ -241,15 +276,19 @@ def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentati
 
 
 def _nvrtc(step: ModelStep) -> None:
-    """Compile every kernel of the step to a cubin for the default target (into the runtime's cache)."""
+    """Compile every kernel of the step to a cubin for the default target (into the runtime's cache), on a thread
+    per core (NVRTC releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from irforge.dialects.cuda import ops as C
     from irforge.runtime.nvrtc import compile_cuda, default_arch
 
     arch = default_arch()
-    for seg in step.segments.values():
-        for op in seg.module.body.ops:
-            if isinstance(op, C.CudaKernelOp):
-                compile_cuda(op.attributes["source"], op.attributes["sym_name"], arch=arch)
+    kernels = [op for seg in step.segments.values() for op in seg.module.body.ops if isinstance(op, C.CudaKernelOp)]
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        done = [pool.submit(compile_cuda, k.attributes["source"], k.attributes["sym_name"], arch=arch) for k in kernels]
+        for f in done:
+            f.result()
 
 
 def _cache_key(jobs) -> str:
