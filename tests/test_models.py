@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from irforge.models import compile_model  # noqa: E402
 from irforge.models.generate import Interpreted, greedy, hf_greedy, hf_model, hf_step_logits  # noqa: E402
-from irforge.models.weights import gguf_name, load_weights, random_weights, rotary_permute  # noqa: E402
+from irforge.models.weights import gguf_name, load_weights, rotary_permute  # noqa: E402
 from irforge.testing import compare  # noqa: E402
 
 # Larger than HF's 0.02: with tiny random weights attention is near uniform and position-blind, and a wrong
@@ -33,6 +33,7 @@ def tiny(kind: str, layers: int = 3):
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=64,
+        initializer_range=STD,
     )
     config._attn_implementation = "sdpa"
     return config
@@ -42,9 +43,7 @@ def tiny(kind: str, layers: int = 3):
 def tiny_model(request):
     config = tiny(request.param)
     model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache=False, parallel=False)
-    params = load_weights(None, model.param_types, "f32", config)
-    params.update(random_weights({k: t for k, t in model.param_types.items() if "rotary" not in k}, "f32", 1, std=STD))
-    return config, model, params
+    return config, model, load_weights(None, model.param_types, "f32", config, seed=1)
 
 
 def test_identical_layers_share_a_segment(tiny_model):
@@ -304,3 +303,86 @@ def test_forward_without_cache_matches_hf(kind):
     assert {"torch.aten.cumsum", "torch.aten.index.Tensor"} <= ops
     (c,) = prog.check()
     assert c.ok, c
+
+
+def _write_tokenizer(directory, vocab: int) -> None:
+    """A word-level tokenizer.json over the words w0 .. w{vocab-1}, split at spaces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok.save(str(directory / "tokenizer.json"))
+
+
+def test_cli_generate_interpreted_matches_hf(tmp_path, monkeypatch):
+    """`irforge generate DIR --prompt ... --interpret`: the directory's tokenizer encodes the prompt and decodes the
+    tokens; the tokens are HF's greedy tokens with the same weights (the JSON holds both)."""
+    import io
+    import json
+
+    from irforge.tools.cli import main
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = _write_config(tmp_path)
+    _write_tokenizer(tmp_path, 128)
+    out, err = io.StringIO(), io.StringIO()
+    args = ["generate", model, "--prompt", "w5 w17 w99 w3", "-n", "6", "--batch", "2", "--interpret", "--seed", "3"]
+    assert main([*args, "--json", str(tmp_path / "g.json")], stdout=out, stderr=err) == 0, err.getvalue()
+    report = json.loads((tmp_path / "g.json").read_text())
+    assert report["prompt"] == [[5, 17, 99, 3]] * 2
+    assert report["match"] and report["tokens"] == report["hf_tokens"]
+    assert len({t for row in report["tokens"] for t in row}) > 2  # weights of std 0.3: tokens that depend on the prompt
+    lines = out.getvalue().splitlines()
+    row = report["tokens"][0]
+    assert lines[0] == ",".join(map(str, row)) + "\t" + repr(" ".join(f"w{t}" for t in row))
+    assert lines[2] == "HF eager's greedy tokens: identical (2 x 6 tokens)"
+    # independently: HF's generate on the weights the command loads
+    from irforge.models.configs import load_config
+
+    config = load_config(model)
+    compiled = compile_model(config, batch=2, prompt_len=4, max_len=10, level="loop", parallel=False)
+    params = load_weights(None, compiled.param_types, "f32", config, seed=3)
+    assert hf_greedy(hf_model(config, params), np.array(report["prompt"]), 6).tolist() == report["tokens"]
+
+
+def test_cli_generate_compiled_elsewhere(tmp_path, monkeypatch):
+    """`irforge compile MODEL --save FILE` then `irforge generate MODEL --compiled FILE`; a saved model that does
+    not fit the prompt, the flags or the model is refused."""
+    import io
+
+    from irforge.tools.cli import main
+
+    from irforge.models.cli import agreement
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = _write_config(tmp_path)
+    saved = str(tmp_path / "m.json")
+    compile_args = [model, "--ir", "loop", "--prompt-len", "3", "--max-len", "6", "--save", saved, "-o", "/dev/null"]
+    assert main(["compile", *compile_args], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    base = ["generate", model, "--compiled", saved, "--interpret", "--no-compare"]
+
+    def gen(*extra):
+        out, err = io.StringIO(), io.StringIO()
+        code = main([*base, *extra], stdout=out, stderr=err)
+        return code, out.getvalue(), err.getvalue().strip()
+
+    code, out, _ = gen("--ids", "1,2,3", "-n", "4")
+    assert code == 0 and len(out.split(",")) == 4
+    assert (
+        gen("--ids", "1,2", "-n", "4")[2]
+        == f"error: '{saved}' was compiled for a prompt of 3 token(s); this prompt has 2"
+    )
+    assert gen("--ids", "1,2,3", "-n", "5")[2] == (
+        f"error: '{saved}' was compiled with a cache of 6 tokens: too short for 5 new tokens"
+    )
+    assert gen("--ids", "1,2,3", "--dtype", "bf16")[2] == f"error: '{saved}' was compiled for --dtype f32, not bf16"
+    (tmp_path / "other").mkdir()
+    other = _write_config(tmp_path / "other", hidden_size=32)
+    base[1] = other
+    assert gen("--ids", "1,2,3")[2] == (
+        f"error: '{saved}' was compiled for another model: its hidden_size is 64, {other}'s is 32"
+    )
+    assert agreement(np.array([[1, 2, 3], [4, 5, 6]]), np.array([[1, 2, 3], [4, 7, 6]])) == (
+        "DIFFERENT: sequence 1 from token 1 (irforge 5, HF 7)"
+    )

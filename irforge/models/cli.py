@@ -4,7 +4,6 @@ with --interpret), against HF's greedy tokens and speed."""
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -92,7 +91,6 @@ def _compiled(args, config, prompt_len: int, err):
 
     level = "loop" if args.interpret else "cuda"
     if args.compiled is None:
-        t = time.perf_counter()
         model = compile_model(
             config,
             dtype=args.dtype or "f32",
@@ -101,7 +99,7 @@ def _compiled(args, config, prompt_len: int, err):
             max_len=prompt_len + args.tokens,
             level=level,
         )
-        err.write(f"compiled in {time.perf_counter() - t:.1f} s: {model.summary()}\n")
+        err.write(model.summary() + "\n")
         return model
     model = load_compiled(args.compiled)
     where = f"'{args.compiled}' was compiled"
