@@ -377,6 +377,13 @@ def test_cli_generate_compiled_elsewhere(tmp_path, monkeypatch):
         f"error: '{saved}' was compiled with a cache of 6 tokens: too short for 5 new tokens"
     )
     assert gen("--ids", "1,2,3", "--dtype", "bf16")[2] == f"error: '{saved}' was compiled for --dtype f32, not bf16"
+    base[3] = str(tmp_path / "missing.json")
+    assert gen("--ids", "1,2,3")[2] == f"error: cannot read the compiled model '{base[3]}': No such file or directory"
+    base[3] = model + "/config.json"
+    assert gen("--ids", "1,2,3")[2] == (
+        f"error: '{base[3]}' is not a compiled model (irforge compile MODEL --save FILE writes one)"
+    )
+    base[3] = saved
     (tmp_path / "other").mkdir()
     other = _write_config(tmp_path / "other", hidden_size=32)
     base[1] = other

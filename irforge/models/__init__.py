@@ -236,8 +236,17 @@ def save_compiled(model: CompiledModel, path: str) -> None:
 def load_compiled(path: str) -> CompiledModel:
     from transformers import AutoConfig
 
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    from irforge.diagnostics import error
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise error(f"cannot read the compiled model '{path}': {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise error(f"'{path}' is not a compiled model: {e.msg} (line {e.lineno})") from None
+    if not isinstance(data, dict) or not {"config", "sizes", "steps", "params"} <= set(data):
+        raise error(f"'{path}' is not a compiled model (irforge compile MODEL --save FILE writes one)")
     fields = dict(data["config"])
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
     config._attn_implementation = "sdpa"

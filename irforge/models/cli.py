@@ -114,8 +114,10 @@ def _compiled(args, config, prompt_len: int, err):
         raise error(f"{where} for a prompt of {model.prompt_len} token(s); this prompt has {prompt_len}")
     if model.max_len < prompt_len + args.tokens - 1:
         raise error(f"{where} with a cache of {model.max_len} tokens: too short for {args.tokens} new tokens")
-    if model.level != level and not (args.interpret and model.level != "cuda"):
-        raise error(f"{where} to the {model.level} level; generate runs the {level} level")
+    if args.interpret and model.level == "cuda":
+        raise error(f"{where} to the cuda level, which has no interpreter: --interpret runs one saved with --ir loop")
+    if not args.interpret and model.level != "cuda":
+        raise error(f"{where} to the {model.level} level; on the GPU, generate runs one saved with --ir cuda")
     return model
 
 
@@ -132,6 +134,7 @@ def _speeds(args, runner, prompt, params, model, lm, out) -> dict:
     """Time irforge (and HF eager and torch.compile unless told not to); print them and the bandwidth limit."""
     import torch
 
+    from .hf import DTYPES
     from .speed import as_dict, copy_bandwidth, decode_bytes, hf_speed, irforge_speed
 
     speeds = [irforge_speed(runner, prompt)]
@@ -146,8 +149,6 @@ def _speeds(args, runner, prompt, params, model, lm, out) -> dict:
             f" decode {s.decode_tokens_per_s:8.1f} tokens/s ({s.decode_ms:.3f} ms per step)\n"
         )
     b, s = prompt.shape
-    from .hf import DTYPES
-
     nbytes = decode_bytes(params, b, s, model.config, DTYPES[model.dtype].itemsize)
     bandwidth = copy_bandwidth()
     limit_ms = nbytes / bandwidth * 1e3
