@@ -365,7 +365,7 @@ COMMANDS = {
         ),
         Command(
             "generate",
-            "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
+            "greedy decoding with a compiled model on the GPU: HF's greedy tokens, and speed beside HF's",
             _generate_arguments,
             _generate_run,
         ),
