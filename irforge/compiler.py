@@ -28,11 +28,12 @@ LOWERING = "torch-to-cuda"  # the named pipeline from captured torch IR to CUDA
 
 
 def lowering(
-    level: str | None = "cuda", *, pipeline: str | None = None, after=None, before=None
+    level: str | None = "cuda", *, pipeline: str | None = None, after=None, before=None, tuning: str | None = None
 ) -> list[ScheduledPass]:
     """The passes that lower freshly captured torch IR: `pipeline` when given, else the default lowering cut after
     the step that reaches `level`. `after` and `before` ({point: pipeline}) run pipelines after or before every
-    place a pass or named pipeline of that lowering (`tile-blockify`, `loop-to-tile`) runs."""
+    place a pass or named pipeline of that lowering (`tile-blockify`, `loop-to-tile`) runs. `tuning` (a tuning
+    database's path; "" for the default one) replays tuned schedules: `apply-tuning` runs where kernels are formed."""
     from .pipeline import check_levels, expand, parse_pipeline
 
     if pipeline is not None:
@@ -44,8 +45,21 @@ def lowering(
     for where, points in (("after", after or {}), ("before", before or {})):
         for point, text in points.items():
             schedule = _insert(schedule, where, point, text, level if pipeline is None else None)
+    if tuning is not None and pipeline is None:
+        schedule = _with_tuning(schedule, tuning, after, before)
     check_levels(schedule, "torch")
     return schedule
+
+
+def _with_tuning(schedule: list[ScheduledPass], db: str, after, before) -> list[ScheduledPass]:
+    from .registry import registry
+    from .tune.space import space_version, split_lowering
+
+    prefix, suffix = split_lowering(after, before)
+    if len(schedule) < len(prefix):
+        return schedule  # stops before kernels are formed
+    apply = registry().passes()["apply-tuning"](db=db, version=space_version(suffix))
+    return [*schedule[: len(prefix)], ScheduledPass(apply, ()), *schedule[len(prefix) :]]
 
 
 def _cut(schedule: list[ScheduledPass], level: str) -> list[ScheduledPass]:
@@ -131,14 +145,16 @@ def compile(
     after=None,
     before=None,
     instrumentations=(),
+    tuning: str | None = None,
 ) -> Program:
     """Compile an `nn.Module` (or a function of tensors) on example inputs down to level `ir`, or through
     `pipeline` (pipeline text run on the captured torch IR). `after` / `before`: {point: pipeline} insert passes
-    (plugins' included) into the default lowering: `after={"loop-to-tile": "my-pass"}`."""
+    (plugins' included) into the default lowering: `after={"loop-to-tile": "my-pass"}`. `tuning`: replay the
+    tuned schedules of that tuning database ("" for the default one; `irforge tune` fills it)."""
     from .frontend import from_module
 
     tp = from_module(model, example_inputs)
-    return compile_program(tp, ir, instrumentations, pipeline=pipeline, after=after, before=before)
+    return compile_program(tp, ir, instrumentations, pipeline=pipeline, after=after, before=before, tuning=tuning)
 
 
 def params_in_use(module: Operation, params: dict) -> dict:
@@ -148,14 +164,16 @@ def params_in_use(module: Operation, params: dict) -> dict:
     return {k: v for k, v in params.items() if k in used}
 
 
-def compile_program(tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None):
+def compile_program(
+    tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None, tuning=None
+):
     """Capture a `frontend.TorchProgram` and lower it (see `lowering`)."""
     from .dialects.torch.capture import capture, to_numpy
     from .instrumentation import VerifyEach
     from .pass_manager import PassManager
     from .pipeline import module_level, schedule_text
 
-    schedule = lowering(ir, pipeline=pipeline, after=after, before=before)
+    schedule = lowering(ir, pipeline=pipeline, after=after, before=before, tuning=tuning)
     try:
         captured = capture(tp.model, tp.inputs, tp.input_names)
     except IRForgeError as e:

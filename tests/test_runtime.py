@@ -48,6 +48,28 @@ def test_cache_hits_and_keys(tmp_path):
     assert not compile_cuda(GOOD, "k", arch="sm_90a", use_cache=False).cached
 
 
+def test_resources_survive_the_cache():
+    """ptxas' report (what the tuner prunes with) comes back from a cache hit too; a kernel that needs more
+    registers than allowed spills, and the report says so."""
+    first = compile_cuda(GOOD, "k", arch="sm_90a")
+    again = compile_cuda(GOOD, "k", arch="sm_90a")
+    assert again.cached and again.resources() == first.resources()
+    r = first.resources()["k"]
+    assert 1 <= r["registers"] <= 32 and r["spill_stores"] == r["smem"] == 0
+    spilling = """\
+extern "C" __global__ void __launch_bounds__(1024, 2) s(float* x) {
+  __shared__ float t[64];
+  float a[96];
+  for (int i = 0; i < 96; ++i) a[i] = x[i * blockDim.x + threadIdx.x];
+  for (int j = 0; j < 8; ++j) for (int i = 0; i < 96; ++i) a[i] = a[i] * a[(i + j) % 96] + 1.0f;
+  t[threadIdx.x % 64] = a[0];
+  for (int i = 0; i < 96; ++i) x[i * blockDim.x + threadIdx.x] = a[i] + t[i % 64];
+}
+"""
+    r = compile_cuda(spilling, "s", arch="sm_90a").resources()["s"]
+    assert r["registers"] <= 32 and r["spill_stores"] > 0 and r["smem"] == 256
+
+
 def test_compile_error_quotes_the_cuda_line_with_a_caret():
     with pytest.raises(CompileError) as e:
         compile_cuda(BAD, "k_bad", arch="sm_90a")

@@ -10,7 +10,6 @@ writes the CUBINs (and, for IR input, the emitted .cu sources). Errors are locat
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -47,15 +46,15 @@ def _run(args, stdout) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     for name, source in units:
-        cubin = compile_cuda(source, name, arch=args.arch, options=["--ptxas-options=-v"], use_cache=False)
-        report = "; ".join(
-            m.group(1).strip()
-            for m in re.finditer(r"ptxas info\s*:\s*(Used .*)|ptxas\s+\.\s+(.*)", cubin.log)
-            if m.group(1)
+        cubin = compile_cuda(source, name, arch=args.arch, use_cache=False)
+        r = cubin.resources().get(name, {})
+        report = (
+            f"Used {r['registers']} registers, {r['smem']} bytes smem; stack {r['stack']} B, spills "
+            f"{r['spill_stores']}/{r['spill_loads']} B"
+            if r
+            else "no resource report"
         )
-        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", cubin.log)
-        extra = f"; stack {spills.group(1)} B, spills {spills.group(2)}/{spills.group(3)} B" if spills else ""
-        stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}{extra}\n")
+        stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}\n")
         if out is not None:
             (out / f"{name}.cubin").write_bytes(cubin.image)
             if path.suffix != ".cu":

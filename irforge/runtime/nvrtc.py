@@ -1,10 +1,11 @@
 """CUDA C++ to CUBIN with NVRTC (through cuda-bindings), with a content-addressed disk cache.
 
-`compile_cuda(source, name, arch=...)` returns a `Cubin`. The cache key is a hash of the source, the options, the
-prelude header and the NVRTC version, so a changed prelude or compiler never reuses a stale binary; entries live in
-`$IRFORGE_CACHE_DIR` (default `~/.cache/irforge`) under `cubin/`. NVRTC needs no GPU: with `arch="sm_90a"` CI
-compiles for Hopper on a CPU-only machine. Compilation errors raise `IRForgeError` quoting the offending CUDA line
-with a caret.
+`compile_cuda(source, name, arch=...)` returns a `Cubin`, with ptxas' resource report (`Cubin.resources()`: registers,
+spills, stack, static shared memory: what the tuner prunes with, no GPU needed). The cache key is a hash of the
+source, the options, the prelude header and the NVRTC version, so a changed prelude or compiler never reuses a stale
+binary; entries (the CUBIN and NVRTC's log) live in `$IRFORGE_CACHE_DIR` (default `~/.cache/irforge`) under
+`cubin/`. NVRTC needs no GPU: with `arch="sm_90a"` CI compiles for Hopper on a CPU-only machine. Compilation errors
+raise `IRForgeError` quoting the offending CUDA line with a caret.
 """
 
 from __future__ import annotations
@@ -104,9 +105,37 @@ class Cubin:
     name: str  # the translation unit's name (the kernel's), for messages
     arch: str
     image: bytes
-    log: str  # NVRTC's warnings, if any
+    log: str  # NVRTC's warnings and ptxas' resource report
     key: str  # the cache key
     cached: bool  # came from the disk cache
+
+    def resources(self) -> dict[str, dict[str, int]]:
+        """Per kernel of the unit, ptxas' report: `registers`, `stack` (bytes), `spill_stores`, `spill_loads`,
+        `smem` (static shared memory bytes)."""
+        out: dict[str, dict[str, int]] = {}
+        current = None
+        for line in self.log.splitlines():
+            m = _PTXAS_ENTRY.search(line)
+            if m:
+                current = out.setdefault(m.group(1), dict.fromkeys(_RESOURCES, 0))
+                continue
+            if current is None:
+                continue
+            m = _PTXAS_FRAME.search(line)
+            if m:
+                current.update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+            m = _PTXAS_USED.search(line)
+            if m:
+                current["registers"] = int(m[1])
+                smem = re.search(r"(\d+) bytes smem", line)
+                current["smem"] = int(smem[1]) if smem else 0
+        return out
+
+
+_RESOURCES = ("registers", "stack", "spill_stores", "spill_loads", "smem")
+_PTXAS_ENTRY = re.compile(r"ptxas info\s*: (?:Compiling entry function|Function properties for) '?(\w+)'?")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"ptxas info\s*: Used (\d+) registers")
 
 
 def cache_dir() -> Path:
@@ -115,7 +144,8 @@ def cache_dir() -> Path:
 
 
 def _options(arch: str, extra) -> list[str]:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", *extra]
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"]
+    opts += [o for o in extra if o not in opts]
     opts += [f"--include-path={d}" for d in include_dirs()]
     return opts
 
@@ -141,10 +171,12 @@ def compile_cuda(
         h.update(k.encode() + b"\2" + hdrs[k].encode() + b"\1")
     key = h.hexdigest()
     path = cache_dir() / f"{key}.cubin"
-    if use_cache and path.exists():
-        return Cubin(name, arch, path.read_bytes(), "", key, True)
+    log_path = path.with_suffix(".log")
+    if use_cache and path.exists() and log_path.exists():
+        return Cubin(name, arch, path.read_bytes(), log_path.read_text(encoding="utf-8"), key, True)
     image, log = _run_nvrtc(source, name, opts, hdrs)
     if use_cache:
+        _atomic_write(log_path, log.encode())  # first: a CUBIN in the cache always has its log
         _atomic_write(path, image)
     return Cubin(name, arch, image, log, key, False)
 

@@ -1,0 +1,225 @@
+"""Single-player Monte Carlo tree search (SP-MCTS) over a tree of decisions, minimizing a measured time.
+
+The tree is anything with `expand(state) -> [(value, child state, predicted seconds or None)]` (children already
+pruned) and `is_leaf(state)`; `Space` is one, the tests use synthetic ones. Each round:
+
+1. **select** from the root: at a node with unvisited children, the one the prior predicts fastest; else the child
+   with the best score, UCB `Q + c * sqrt(ln N / n)` or, once the prior has proved reliable, PUCT
+   `Q + c_puct * P * sqrt(N) / (1 + n)`. `Q` is the node's best time found so far (max-reward backup: the search
+   looks for the one best point, not a good average) relative to the best of the whole search: 1 for the best
+   subtree, 0 for a subtree with no working point. `P` is the prior over siblings, `(fastest / predicted) ** beta`
+   normalized.
+2. **roll out** from the new child to a leaf, each step drawn in proportion to `P` (uniformly with probability
+   `epsilon`), every node on the way added to the tree.
+3. the leaf is handed out (`propose`) and its time comes back later (`report`; None for a point that failed or was
+   pruned once compiled); visits are counted when a leaf is proposed, so several leaves can be out at once without
+   being proposed twice, and a leaf is never proposed again.
+
+The prior is *reliable* once `min_pairs` reported leaves carry a prediction and a time, and their ranks agree
+(Spearman's rho >= `reliable_rho`). Everything random draws from one seeded generator: with the same reports in the
+same order, a search proposes the same leaves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class Node:
+    state: object
+    parent: Node | None = None
+    value: object = None  # the decision's value on the edge from the parent
+    predicted: float | None = None  # the prior's seconds
+    children: list[Node] | None = None  # None until expanded
+    visits: int = 0
+    best: float = math.inf  # the best time reported below
+    exhausted: bool = False  # nothing left to propose below
+    leaf: bool = False
+    extra: dict = field(default_factory=dict)  # the caller's bookkeeping
+
+    def path(self) -> list[Node]:
+        out, n = [], self
+        while n is not None:
+            out.append(n)
+            n = n.parent
+        return out[::-1]
+
+
+class SPMCTS:
+    def __init__(
+        self,
+        tree,
+        root_state,
+        *,
+        seed: int = 0,
+        c: float = 0.5,
+        c_puct: float = 1.5,
+        beta: float = 2.0,
+        rollout_beta: float = 8.0,
+        widen: float = 1.0,
+        follow: float = 0.5,
+        epsilon: float = 0.15,
+        min_pairs: int = 8,
+        reliable_rho: float = 0.5,
+    ):
+        self.tree = tree
+        self.rng = random.Random(seed)
+        self.c, self.c_puct, self.beta, self.epsilon = c, c_puct, beta, epsilon
+        self.rollout_beta, self.widen, self.follow = rollout_beta, widen, follow
+        self.min_pairs, self.reliable_rho = min_pairs, reliable_rho
+        self.root = Node(root_state, leaf=tree.is_leaf(root_state))
+        self.best_time = math.inf
+        self.best_leaf: Node | None = None
+        self.pairs: list[tuple[float, float]] = []  # (predicted, measured) of reported leaves
+        self.times: list[float] = []  # every reported time, sorted
+
+    # ---- the prior ----------------------------------------------------------------------------------------------
+    @property
+    def reliable(self) -> bool:
+        return len(self.pairs) >= self.min_pairs and spearman(self.pairs) >= self.reliable_rho
+
+    def _priors(self, nodes: list[Node], beta: float | None = None) -> list[float]:
+        preds = [n.predicted for n in nodes]
+        finite = [p for p in preds if p is not None and math.isfinite(p) and p > 0]
+        if not finite:
+            return [1.0 / len(nodes)] * len(nodes)
+        fastest = min(finite)
+        beta = self.beta if beta is None else beta
+        w = [(fastest / p) ** beta if p is not None and math.isfinite(p) and p > 0 else 1e-3 for p in preds]
+        total = sum(w)
+        return [x / total for x in w]
+
+    # ---- proposing ----------------------------------------------------------------------------------------------
+    def propose(self) -> Node | None:
+        """The next leaf to measure, or None when every leaf has been proposed."""
+        while not self.root.exhausted:
+            leaf = self._descend()
+            if leaf is not None:
+                for n in leaf.path():
+                    n.visits += 1
+                leaf.exhausted = True
+                self._settle(leaf.parent)
+                return leaf
+        return None
+
+    def _descend(self) -> Node | None:
+        node = self.root
+        while not node.leaf:
+            live = self._live(node)
+            if not live:
+                return None  # found empty and marked exhausted: start again from the root
+            if self.reliable:
+                child = max(live, key=lambda n: self._puct(node, n, live))
+            else:
+                # progressive widening: the prior's best few children first, one more as the node is revisited
+                width = 1 + int(self.widen * math.sqrt(node.visits))
+                eligible = live[:width]
+                fresh = [n for n in eligible if n.visits == 0]
+                child = fresh[0] if fresh else max(eligible, key=lambda n: self._ucb(node, n))
+            if child.visits == 0:
+                return self._rollout(child)
+            node = child
+        return node if not node.exhausted else None
+
+    def _rollout(self, node: Node) -> Node | None:
+        follow = self.best_leaf is not None and self.rng.random() < self.follow
+        incumbent = [n.value for n in self.best_leaf.path()[1:]] if follow else []
+        while not node.leaf:
+            live = self._live(node)
+            if not live:
+                return None
+            depth = len(node.path()) - 1
+            same = [n for n in live if depth < len(incumbent) and n.value == incumbent[depth]]
+            if same:
+                node = same[0]
+            elif self.rng.random() < self.epsilon:
+                node = live[self.rng.randrange(len(live))]
+            else:
+                node = self.rng.choices(live, weights=self._priors(live, self.rollout_beta))[0]
+        return node
+
+    def _live(self, node: Node) -> list[Node]:
+        """The node's children that still have something to propose (expanding it first); an empty node is marked
+        exhausted."""
+        if node.children is None:
+            kids = [
+                Node(state, node, value, predicted, leaf=self.tree.is_leaf(state))
+                for value, state, predicted in self.tree.expand(node.state)
+            ]
+            order = {id(k): i for i, k in enumerate(kids)}
+            kids.sort(key=lambda k: (_finite_or_inf(k.predicted), order[id(k)]))
+            node.children = kids
+        live = [n for n in node.children if not n.exhausted]
+        if not live:
+            node.exhausted = True
+            self._settle(node.parent)
+        return live
+
+    def _settle(self, node: Node | None) -> None:
+        """Mark ancestors exhausted once all their children are."""
+        while node is not None and node.children is not None and all(n.exhausted for n in node.children):
+            node.exhausted = True
+            node = node.parent
+
+    def _q(self, n: Node) -> float:
+        """The node's best time on a log scale from the median reported time (0) to the best (1)."""
+        if not math.isfinite(n.best) or not self.times:
+            return 0.0
+        lo, mid = math.log(self.best_time), math.log(self.times[len(self.times) // 2])
+        if mid <= lo:
+            return 1.0 if n.best <= self.best_time else 0.0
+        return min(1.0, max(0.0, (mid - math.log(n.best)) / (mid - lo)))
+
+    def _ucb(self, parent: Node, n: Node) -> float:
+        return self._q(n) + self.c * math.sqrt(math.log(max(parent.visits, 1)) / n.visits)
+
+    def _puct(self, parent: Node, n: Node, siblings: list[Node]) -> float:
+        p = self._priors(siblings)[siblings.index(n)]
+        return self._q(n) + self.c_puct * p * math.sqrt(parent.visits) / (1 + n.visits)
+
+    # ---- results ------------------------------------------------------------------------------------------------
+    def report(self, leaf: Node, seconds: float | None) -> None:
+        """The time a proposed leaf measured (None: it failed, or was pruned after compiling)."""
+        if seconds is None or not math.isfinite(seconds):
+            return
+        for n in leaf.path():
+            n.best = min(n.best, seconds)
+        bisect.insort(self.times, seconds)
+        if leaf.predicted is not None and math.isfinite(leaf.predicted):
+            self.pairs.append((leaf.predicted, seconds))
+        if seconds < self.best_time:
+            self.best_time, self.best_leaf = seconds, leaf
+
+
+def _finite_or_inf(x) -> float:
+    return x if x is not None and math.isfinite(x) else math.inf
+
+
+def spearman(pairs: list[tuple[float, float]]) -> float:
+    """Spearman's rank correlation of the pairs (ties get their mean rank)."""
+    if len(pairs) < 2:
+        return 0.0
+    xs, ys = _ranks([p[0] for p in pairs]), _ranks([p[1] for p in pairs])
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    cov = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    return cov / (sx * sy) if sx and sy else 0.0
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
