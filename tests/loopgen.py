@@ -262,3 +262,74 @@ def sibling_programs(draw):
         return [b.ew("mul", b.ew("sub", x, mean), b.ew("rsqrt", b.ew("add", var, 1e-5)))]
 
     return tensor_module([tensor(f32, rows, k)], ["x"], build)
+
+
+# ---- contractions as the torch level decomposes them -------------------------------------------------------------
+PROLOGUES = ("none", "silu_mul", "cast", "scale")
+EPILOGUES = ("none", "bias", "residual", "silu", "relu", "cast")
+
+
+CONTRACTION_DIMS = st.sampled_from((1, 2, 3, 4, 8, 16))
+CONTRACTION_KS = st.sampled_from((1, 3, 4, 8, 16, 32))
+
+
+@st.composite
+def contraction_programs(draw, dims=CONTRACTION_DIMS, ks=CONTRACTION_KS):
+    """A contraction as `decompose-matmul` writes it (operands index-mapped to [..., M, N, K], multiplied, reduced
+    over K in f32), with random batch dimensions (each in both operands or broadcast from one), a transposed A
+    and/or B, a prologue on A (`silu(g) * u`, a cast from another type, a scale), an epilogue (bias, residual
+    add, activation, cast), f32, f16 or bf16, and sometimes a trailing unit dimension on the result (the views
+    HF models leave). `tensor-to-loop` makes it loop kernels."""
+    from irforge.dialects.tensor.builder import accumulator_type
+    from irforge.passes.torch_to_tensor.common import matmul as decomposed_matmul
+
+    from irforge.types import bf16, f16
+
+    dtype = draw(st.sampled_from([f32, f16, bf16]))
+    acc = accumulator_type(dtype)
+    m, n, k = draw(dims), draw(dims), draw(ks)
+    batch = draw(st.lists(st.sampled_from((1, 2, 3)), max_size=2))
+    sides = [draw(st.sampled_from(("both", "a", "b"))) for _ in batch]
+    a_batch = [d if s != "b" else 1 for d, s in zip(batch, sides)]
+    b_batch = [d if s != "a" else 1 for d, s in zip(batch, sides)]
+    if b_batch and all(d == 1 for d in b_batch) and draw(st.booleans()):
+        b_batch = []  # a weight without batch dimensions (nn.Linear's)
+    a_t, b_t = draw(st.booleans()), draw(st.booleans())
+    prologue, epilogue = draw(st.sampled_from(PROLOGUES)), draw(st.sampled_from(EPILOGUES))
+    unit = draw(st.booleans())
+    a_shape = (*a_batch, *((k, m) if a_t else (m, k)))
+    out_shape = (*(batch if len(batch) else ()), m, n)
+    names = ["g", "u"] if prologue == "silu_mul" else ["x"]
+    a_type = f32 if prologue == "cast" and dtype != f32 else dtype
+    args = [tensor(a_type, *a_shape)] * len(names)
+    if epilogue == "residual":
+        args.append(tensor(dtype, *out_shape))
+        names.append("res")
+
+    def build(b, *xs):
+        if prologue == "silu_mul":
+            g, u = xs[0], xs[1]
+            a = b.ew("mul", b.ew("mul", g, b.ew("sigmoid", g)), u)
+        elif prologue == "cast":
+            a = b.cast(xs[0], dtype)
+        elif prologue == "scale":
+            a = b.ew("mul", xs[0], 0.5)
+        else:
+            a = xs[0]
+        if a_t:
+            r = len(a_shape)
+            a = b.permute(a, [*range(r - 2), r - 1, r - 2])
+        w = b.param("w", tensor(dtype, *b_batch, *((n, k) if b_t else (k, n))))
+        y = decomposed_matmul(b, a, w, w_transposed=b_t, out_dtype=acc)
+        if epilogue == "bias":
+            y = b.ew("add", y, b.cast(b.param("bias", tensor(dtype, n)), acc))
+        elif epilogue == "residual":
+            y = b.ew("add", y, b.cast(xs[-1], acc))
+        elif epilogue == "silu":
+            y = b.ew("mul", y, b.ew("sigmoid", y))
+        elif epilogue == "relu":
+            y = b.ew("maximum", y, 0.0)
+        y = b.cast(y, f16 if epilogue == "cast" and dtype == f32 else dtype)
+        return [b.reshape(y, (*y.type.shape, 1)) if unit else y]
+
+    return tensor_module(args, names, build)

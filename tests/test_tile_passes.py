@@ -8,7 +8,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from tilegen import SCHEDULE_OPTIONS, assert_close, loop_programs, runs_somewhere, schedule, schedules
+from loopgen import contraction_programs
+from tilegen import (
+    CONTRACTION_OPTIONS,
+    CONTRACTION_PASSES,
+    SCHEDULE_OPTIONS,
+    assert_close,
+    loop_programs,
+    preceding,
+    runs_somewhere,
+    schedule,
+    schedule_step,
+    schedules,
+)
 
 from irforge.diagnostics import IRForgeError
 from irforge.interpreter import interpret
@@ -35,15 +47,30 @@ def test_any_schedule_keeps_the_answer(module, passes):
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(loop_programs(), st.data())
 def test_each_pass_keeps_the_answer_and_is_idempotent(name, module, data):
+    others = schedules(passes=tuple(p for p in SCHEDULE_OPTIONS if p != name))
+    before = data.draw(st.one_of(others, preceding(name)))
+    _keeps_the_answer_and_is_idempotent(name + data.draw(st.sampled_from(SCHEDULE_OPTIONS[name])), before, module)
+
+
+@pytest.mark.parametrize("name", CONTRACTION_PASSES)
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(contraction_programs(dims=st.sampled_from((4, 8, 16)), ks=st.sampled_from((8, 16, 32))), st.data())
+def test_each_pass_keeps_a_contractions_answer_and_is_idempotent(name, module, data):
+    """The passes that schedule contractions act on what the ones before them in the pipeline made: those run
+    first (each with probability 9/10, with options under which they act), on random contractions with
+    prologues and epilogues."""
+    run_pipeline(module, "tensor-to-loop")
+    before = data.draw(preceding(name, CONTRACTION_OPTIONS, keep=9))
+    options = CONTRACTION_OPTIONS[name] + SCHEDULE_OPTIONS[name]
+    _keeps_the_answer_and_is_idempotent(name + data.draw(st.sampled_from(options)), before, module)
+
+
+def _keeps_the_answer_and_is_idempotent(text, before, module):
     assume(runs_somewhere(module))
-    text = name + data.draw(st.sampled_from(SCHEDULE_OPTIONS[name]))
-    before = data.draw(schedules(passes=tuple(p for p in SCHEDULE_OPTIONS if p != name)))
     assume(schedule(module, before) is None)
     expected = interpret(module, seed=5)
-    try:
-        run_pipeline(module, text)
-    except IRForgeError:
-        return  # a refusal: test_refusals_come_from_the_check covers them
+    if schedule_step(module, text) is not None:
+        return  # refused by the pass's check
     once = print_module(module)
     assert_close(expected, interpret(module, seed=5), module, f"{text} after {before}:\n{once}")
     run_pipeline(module, text)

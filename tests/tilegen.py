@@ -1,9 +1,10 @@
 """Hypothesis strategies for the tile level: random loop programs with random schedules.
 
 `loop_programs()` draws loop-level programs (random loop nests from `loopgen`, and random tensor programs, online
-softmaxes and sibling reductions lowered with `tensor-to-loop`). `schedules()` draws a sequence of tile passes, in
-any order and with any options, to run after `map-to-tile`: the passes must compose in every order. `schedule()`
-runs one, and reports a pass's refusal (its `check`) instead of a result.
+softmaxes, sibling reductions and contractions with prologues and epilogues lowered with `tensor-to-loop`).
+`schedules()` draws a sequence of tile passes, in any order and with any options, to run after `map-to-tile`: the
+passes must compose in every order. `schedule()` runs one, and reports a pass's refusal (its `check`) instead of a
+result.
 """
 
 from __future__ import annotations
@@ -21,11 +22,41 @@ from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
 
+# The passes that schedule a contraction, in the pipeline's order, with option values under which they act on the
+# small contractions of the tests (tiles dividing outputs of 8 x 8 upwards; the defaults tile only larger ones).
+CONTRACTION_OPTIONS = {
+    "tile-blockify": ["{bm=4 bn=4 threads=4}", "{bm=4 bn=4 threads=16}", "{bm=8 bn=4 threads=8}", "{bm=4 bn=8}"],
+    "tile-register-tile": ["", "{tm=2 tn=2}", "{tm=1 tn=4}", "{tm=2 tn=1}"],
+    "tile-chunk-reduce": ["", "{bk=2}", "{bk=4}"],
+    "tile-stage-inputs": [""],
+    "tile-multi-buffer": ["", "{stages=2}", "{stages=3}"],
+    "tile-async-copy": [""],
+    "tile-pipeline": ["", "{depth=1}"],
+}
+CONTRACTION_PASSES = tuple(CONTRACTION_OPTIONS)
+# The schedule passes of `loop-to-tile` in its order, each with option values to draw from (from its domain).
 SCHEDULE_OPTIONS = {
     "tile-cooperative-reduce": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=64}"],
-    "tile-blockify": ["", "{threads=1}", "{threads=2}", "{threads=4}", "{threads=32}"],
+    "tile-blockify": [
+        "",
+        "{threads=1}",
+        "{threads=2}",
+        "{threads=4}",
+        "{threads=32}",
+        "{bm=4 bn=4 threads=4}",
+        "{bm=2 bn=8 threads=8}",
+        "{bm=8 bn=2 threads=2}",
+        "{bm=16 bn=16 threads=64}",
+    ],
+    "tile-register-tile": ["", "{tm=1 tn=1}", "{tm=2 tn=2}", "{tm=4 tn=1}", "{tm=1 tn=4}", "{tm=8 tn=8}"],
+    "tile-permute-lanes": ["", "{rows=1 group-bytes=4}", "{rows=2}", "{group-bytes=8}"],
+    "tile-chunk-reduce": ["", "{bk=1}", "{bk=2}", "{bk=4}", "{bk=8}"],
+    "tile-split-reduce": ["", "{splits=1}", "{splits=2}", "{splits=4}"],
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
+    "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
+    "tile-async-copy": [""],
+    "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
 }
 
 
@@ -37,6 +68,7 @@ def loop_programs(draw):
             tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
+            loopgen.contraction_programs(),
         )
     )
     if module_level(module) == "tensor":
@@ -53,27 +85,50 @@ def runs_somewhere(module) -> bool:
 
 @st.composite
 def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
-    """Some of the schedule passes, in any order, each with options from its domain."""
+    """Some of the schedule passes, in any order (half the time in the pipeline's, where each pass finds what the
+    ones before it made), each with options from its domain."""
     chosen = draw(st.lists(st.sampled_from(passes), unique=True, max_size=len(passes)))
-    order = draw(st.permutations(chosen)) if chosen else []
+    if draw(st.booleans()):
+        order = sorted(chosen, key=list(SCHEDULE_OPTIONS).index)
+    else:
+        order = draw(st.permutations(chosen)) if chosen else []
     return [name + draw(st.sampled_from(SCHEDULE_OPTIONS[name])) for name in order]
+
+
+@st.composite
+def preceding(draw, name: str, options=SCHEDULE_OPTIONS, keep: int = 4):
+    """The passes of `options` before `name` in the pipeline's order, each with probability keep / (keep + 1), with
+    option values from `options`: what `name` usually finds done."""
+    order = list(SCHEDULE_OPTIONS)
+    before = [p for p in order[: order.index(name)] if p in options]
+    chosen = [p for p in before if draw(st.integers(0, keep))]
+    return [p + draw(st.sampled_from(options[p])) for p in chosen]
 
 
 def schedule(module, passes: list[str]) -> str | None:
     """Run map-to-tile then `passes` on `module` (in place). None when all ran; otherwise the refusal message of the
-    pass whose check refused (a refusal that no `check` predicted fails the test)."""
+    pass whose check refused."""
     run_pipeline(module, "map-to-tile")
     for text in passes:
-        try:
-            run_pipeline(module, text)
-        except IRForgeError as e:
-            name, _, opts = text.partition("{")
-            values = dict(kv.split("=") for kv in opts.rstrip("}").split()) if opts else {}
-            cls = registry().passes()[name]
-            p = cls(**{k: cls.options[k].parse(v) for k, v in values.items()})
-            reasons = [p.check(k) for k in module.walk() if isinstance(k, T.KernelOp)]
-            assert any(reasons), f"'{text}' failed without its check refusing:\n{e.render()}"
-            return str(e)
+        refused = schedule_step(module, text)
+        if refused is not None:
+            return refused
+    return None
+
+
+def schedule_step(module, text: str) -> str | None:
+    """Run one pass (pipeline text with options); None when it ran, its refusal message when its check refused (a
+    failure that no `check` predicted fails the test)."""
+    try:
+        run_pipeline(module, text)
+    except IRForgeError as e:
+        name, _, opts = text.partition("{")
+        values = dict(kv.split("=") for kv in opts.rstrip("}").split()) if opts else {}
+        cls = registry().passes()[name]
+        p = cls(**{k: cls.options[k].parse(v) for k, v in values.items()})
+        reasons = [p.check(k) for k in module.walk() if isinstance(k, T.KernelOp)]
+        assert any(reasons), f"'{text}' failed without its check refusing:\n{e.render()}"
+        return str(e)
     return None
 
 

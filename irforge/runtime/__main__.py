@@ -34,7 +34,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
 
 def _run(args, stdout) -> int:
-    from .nvrtc import compile_cuda
+    from .nvrtc import compile_cuda, parse_resource_usage
 
     path = Path(args.input)
     text = path.read_text(encoding="utf-8")
@@ -46,13 +46,11 @@ def _run(args, stdout) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     for name, source in units:
-        cubin = compile_cuda(source, name, arch=args.arch, use_cache=False)
-        r = cubin.resources().get(name, {})
-        report = (
-            f"Used {r['registers']} registers, {r['smem']} bytes smem; stack {r['stack']} B, spills "
-            f"{r['spill_stores']}/{r['spill_loads']} B"
-            if r
-            else "no resource report"
+        cubin = compile_cuda(source, name, arch=args.arch)
+        report = "; ".join(
+            f"Used {r.registers} registers, {r.smem} bytes smem; stack {r.stack_frame} B, "
+            f"spills {r.spill_stores}/{r.spill_loads} B"
+            for r in parse_resource_usage(cubin.log).values()
         )
         stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}\n")
         if out is not None:

@@ -1,11 +1,11 @@
 """CUDA C++ to CUBIN with NVRTC (through cuda-bindings), with a content-addressed disk cache.
 
-`compile_cuda(source, name, arch=...)` returns a `Cubin`, with ptxas' resource report (`Cubin.resources()`: registers,
-spills, stack, static shared memory: what the tuner prunes with, no GPU needed). The cache key is a hash of the
-source, the options, the prelude header and the NVRTC version, so a changed prelude or compiler never reuses a stale
-binary; entries (the CUBIN and NVRTC's log) live in `$IRFORGE_CACHE_DIR` (default `~/.cache/irforge`) under
-`cubin/`. NVRTC needs no GPU: with `arch="sm_90a"` CI compiles for Hopper on a CPU-only machine. Compilation errors
-raise `IRForgeError` quoting the offending CUDA line with a caret.
+`compile_cuda(source, name, arch=...)` returns a `Cubin`; `resource_usage(source)` reads ptxas' report of each
+kernel (registers, spills, stack frame, shared memory) from the log of a compile. The cache key is a hash of the
+source, the options, the prelude header and the NVRTC version, so a changed prelude or compiler never reuses a
+stale binary; entries (the CUBIN and NVRTC's log) live in `$IRFORGE_CACHE_DIR` (default `~/.cache/irforge`) under
+`cubin/`. NVRTC needs no GPU: with `arch="sm_90a"` CI compiles for Hopper on a CPU-only machine. Compilation
+errors raise `IRForgeError` quoting the offending CUDA line with a caret.
 """
 
 from __future__ import annotations
@@ -105,37 +105,9 @@ class Cubin:
     name: str  # the translation unit's name (the kernel's), for messages
     arch: str
     image: bytes
-    log: str  # NVRTC's warnings and ptxas' resource report
+    log: str  # NVRTC's log: warnings, and ptxas' report
     key: str  # the cache key
     cached: bool  # came from the disk cache
-
-    def resources(self) -> dict[str, dict[str, int]]:
-        """Per kernel of the unit, ptxas' report: `registers`, `stack` (bytes), `spill_stores`, `spill_loads`,
-        `smem` (static shared memory bytes)."""
-        out: dict[str, dict[str, int]] = {}
-        current = None
-        for line in self.log.splitlines():
-            m = _PTXAS_ENTRY.search(line)
-            if m:
-                current = out.setdefault(m.group(1), dict.fromkeys(_RESOURCES, 0))
-                continue
-            if current is None:
-                continue
-            m = _PTXAS_FRAME.search(line)
-            if m:
-                current.update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
-            m = _PTXAS_USED.search(line)
-            if m:
-                current["registers"] = int(m[1])
-                smem = re.search(r"(\d+) bytes smem", line)
-                current["smem"] = int(smem[1]) if smem else 0
-        return out
-
-
-_RESOURCES = ("registers", "stack", "spill_stores", "spill_loads", "smem")
-_PTXAS_ENTRY = re.compile(r"ptxas info\s*: (?:Compiling entry function|Function properties for) '?(\w+)'?")
-_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_USED = re.compile(r"ptxas info\s*: Used (\d+) registers")
 
 
 def cache_dir() -> Path:
@@ -144,6 +116,8 @@ def cache_dir() -> Path:
 
 
 def _options(arch: str, extra) -> list[str]:
+    # ptxas' report costs nothing and is cached with the CUBIN: every compile asks for it, so the tuner's counts
+    # and the executor's launch share one cache entry
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"]
     opts += [o for o in extra if o not in opts]
     opts += [f"--include-path={d}" for d in include_dirs()]
@@ -170,15 +144,59 @@ def compile_cuda(
     for k in sorted(hdrs):
         h.update(k.encode() + b"\2" + hdrs[k].encode() + b"\1")
     key = h.hexdigest()
-    path = cache_dir() / f"{key}.cubin"
-    log_path = path.with_suffix(".log")
+    path, log_path = cache_dir() / f"{key}.cubin", cache_dir() / f"{key}.log"
     if use_cache and path.exists() and log_path.exists():
         return Cubin(name, arch, path.read_bytes(), log_path.read_text(encoding="utf-8"), key, True)
     image, log = _run_nvrtc(source, name, opts, hdrs)
     if use_cache:
-        _atomic_write(log_path, log.encode())  # first: a CUBIN in the cache always has its log
+        _atomic_write(log_path, log.encode())
         _atomic_write(path, image)
     return Cubin(name, arch, image, log, key, False)
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What ptxas reports for one entry function: registers per thread, and bytes of stack frame, spill stores,
+    spill loads and static shared memory."""
+
+    registers: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    smem: int
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_stores or self.spill_loads)
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
+    """{entry function: its ResourceUsage} from the log of a compile with `--ptxas-options=-v`."""
+    out: dict[str, ResourceUsage] = {}
+    name, frame = None, (0, 0, 0)
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            name, frame = m.group(1), (0, 0, 0)
+        elif name and (m := _FRAME.search(line)):
+            frame = tuple(int(g) for g in m.groups())
+        elif name and (m := _USED.search(line)):
+            smem = _SMEM.search(line)
+            out[name] = ResourceUsage(int(m.group(1)), *frame, int(smem.group(1)) if smem else 0)
+            name = None
+    return out
+
+
+def resource_usage(source: str, name: str = "kernel", *, arch: str | None = None, options=(), headers=None):
+    """ptxas' resource usage of each entry function of `source` ({name: ResourceUsage}), from a (cached) compile:
+    NVRTC prints it, no GPU needed."""
+    cubin = compile_cuda(source, name, arch=arch, options=options, headers=headers)
+    return parse_resource_usage(cubin.log)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

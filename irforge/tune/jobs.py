@@ -21,13 +21,13 @@ _PARSED: dict[str, object] = {}  # module text digest -> parsed module (a worker
 def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> dict:
     """{"text": cuda-level program, "kernels": [per cuda kernel: name, grid, block, dynamic smem, ptxas counts],
     "seconds"}; or {"error": message} when a pass refuses the point or NVRTC rejects the code."""
-    from dataclasses import replace
+    import dataclasses
 
     from irforge.diagnostics import IRForgeError
     from irforge.dialects.cuda.ops import CudaKernelOp
     from irforge.pass_manager import run_pipeline
     from irforge.printer import print_module
-    from irforge.runtime.nvrtc import compile_cuda
+    from irforge.runtime.nvrtc import resource_usage
     from irforge.target import target, use_target
 
     from .space import set_tune
@@ -36,14 +36,14 @@ def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> di
     module = _parsed(module_text).clone()
     set_tune(module, point)
     try:
-        with use_target(replace(target(), arch=arch)):
+        with use_target(dataclasses.replace(target(), arch=arch)):
             run_pipeline(module, pipeline)
         kernels = []
         for op in module.body.ops:
             if isinstance(op, CudaKernelOp):
                 a = op.attributes
-                cubin = compile_cuda(a["source"], a["sym_name"], arch=arch)
-                counts = cubin.resources().get(a["sym_name"], {})
+                usage = resource_usage(a["source"], a["sym_name"], arch=arch).get(a["sym_name"])
+                counts = dataclasses.asdict(usage) if usage else {}
                 kernels.append(
                     {"name": a["sym_name"], "grid": a["grid"], "block": a["block"], "dynamic_smem": a["smem"], **counts}
                 )

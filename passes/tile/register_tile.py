@@ -38,6 +38,9 @@ class TileRegisterTile(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp):
             return
+        why = self.check(op)
+        if why:
+            raise op.error(why)
         for loop, m_dim, n_dim in candidates(op):
             tm, tn = heuristic().register_tile(op, loop, m_dim, n_dim)
             widths = [1] * len(loop.extents)

@@ -46,6 +46,9 @@ class TileSplitReduce(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return
+        why = self.check(op)
+        if why:
+            raise op.error(why)
         for r in candidates(op):
             s = self.splits or heuristic().reduce_splits(op, r)
             if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s:

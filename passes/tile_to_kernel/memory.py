@@ -50,6 +50,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return None
     if not op.box:
         return "stages a rank-0 buffer; load it directly"
+    for lp in T.enclosing_loops(op):
+        if any(a in T.THREAD_AXES for a in lp.bind) and set(op.indices) & vectors.depends(lp, lp.ivs):
+            return (
+                f"stages a box that moves with the block's threads (its subscript uses the index of a loop "
+                f"distributed over {', '.join(lp.bind)}); the block's threads copy one box together"
+            )
     if op.copy == "async":
         if not target().has("cp.async"):
             return f"copies asynchronously, which {target().arch} cannot (cp.async needs sm_80)"
