@@ -53,13 +53,14 @@ def lowering(
 
 def _with_tuning(schedule: list[ScheduledPass], db: str, after, before) -> list[ScheduledPass]:
     from .registry import registry
-    from .tune.space import space_version, split_lowering
+    from .tune.space import space_version, split_lowering, tuning_point
 
-    prefix, suffix = split_lowering(after, before)
-    if len(schedule) < len(prefix):
-        return schedule  # stops before kernels are formed
+    at = tuning_point(schedule)
+    if at is None:
+        return schedule  # never gets to where kernels are formed
+    _, suffix = split_lowering(after, before)
     apply = registry().passes()["apply-tuning"](db=db, version=space_version(suffix))
-    return [*schedule[: len(prefix)], ScheduledPass(apply, ()), *schedule[len(prefix) :]]
+    return [*schedule[:at], ScheduledPass(apply, ()), *schedule[at:]]
 
 
 def _cut(schedule: list[ScheduledPass], level: str) -> list[ScheduledPass]:

@@ -82,7 +82,7 @@ def run(args, out, err) -> int:
 
 def _run(args, arch, out, err) -> int:
     from .db import TuneDB
-    from .space import space_version, split_lowering
+    from .space import split_lowering
     from .tuner import Options, Tuner, kernel_tasks
 
     after, before = _points(args.after, "after"), _points(args.before, "before")
@@ -107,14 +107,15 @@ def _run(args, arch, out, err) -> int:
         show(db, programs, suffix, arch, out)
         return 0
     display = _display(args, err)
-    tuner = Tuner(suffix, space_version(suffix), db, options, display)
+    tuner = Tuner(db, options, display)
     try:
-        tasks, notes = kernel_tasks(programs, tuner)
+        tasks, notes = kernel_tasks(programs, suffix, tuner)
         for n in notes:
             err.write(f"note: not tuned: {n}\n")
         uses = sum(len(t.uses) for t in tasks)
+        version = tasks[0].key.version if tasks else "-"
         err.write(f"{len(tasks)} distinct kernels ({uses} in the program{'s' if len(programs) > 1 else ''}); "
-                  f"schedule version {tuner.version}, {arch}\n")  # fmt: skip
+                  f"schedule version {version}, {arch}\n")  # fmt: skip
         t0 = time.monotonic()
         with display:
             results = tuner.run(tasks)

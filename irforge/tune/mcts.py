@@ -3,17 +3,20 @@
 The tree is anything with `expand(state) -> [(value, child state, predicted seconds or None)]` (children already
 pruned) and `is_leaf(state)`; `Space` is one, the tests use synthetic ones. Each round:
 
-1. **select** from the root: at a node with unvisited children, the one the prior predicts fastest; else the child
-   with the best score, UCB `Q + c * sqrt(ln N / n)` or, once the prior has proved reliable, PUCT
-   `Q + c_puct * P * sqrt(N) / (1 + n)`. `Q` is the node's best time found so far (max-reward backup: the search
-   looks for the one best point, not a good average) relative to the best of the whole search: 1 for the best
-   subtree, 0 for a subtree with no working point. `P` is the prior over siblings, `(fastest / predicted) ** beta`
-   normalized.
-2. **roll out** from the new child to a leaf, each step drawn in proportion to `P` (uniformly with probability
-   `epsilon`), every node on the way added to the tree.
+1. **select** from the root: the child with the best score, UCB `Q + c * sqrt(ln N / n)` among the first
+   `1 + widen * sqrt(N)` children in the prior's order (progressive widening: the prior's favourites first, an
+   unvisited one before any revisit), or, once the prior has proved reliable, PUCT
+   `Q + c_puct * P * sqrt(N) / (1 + n)` among all. `Q` is the node's best time found so far (max-reward backup:
+   the search looks for the one best point, not a good average) on a log scale from the median reported time (0)
+   to the best (1). `P` is the prior over siblings, `(fastest / predicted) ** beta` normalized.
+2. **roll out** from the first unvisited node to a leaf, every node on the way added to the tree: with probability
+   `follow` the rest of the best point so far wherever it is a child (a neighbour of the incumbent: schedules are
+   mostly separable, so one decision changed at a time is a good move), else each step drawn in proportion to
+   `(fastest / predicted) ** rollout_beta`, normalized (uniformly with probability `epsilon`).
 3. the leaf is handed out (`propose`) and its time comes back later (`report`; None for a point that failed or was
    pruned once compiled); visits are counted when a leaf is proposed, so several leaves can be out at once without
-   being proposed twice, and a leaf is never proposed again.
+   being proposed twice, and a leaf is never proposed again. A node whose leaves have all been proposed is
+   exhausted; `propose` returns None when the root is.
 
 The prior is *reliable* once `min_pairs` reported leaves carry a prediction and a time, and their ranks agree
 (Spearman's rho >= `reliable_rho`). Everything random draws from one seeded generator: with the same reports in the
@@ -57,11 +60,11 @@ class SPMCTS:
         *,
         seed: int = 0,
         c: float = 0.5,
-        c_puct: float = 1.5,
+        c_puct: float = 3.0,
         beta: float = 2.0,
         rollout_beta: float = 8.0,
         widen: float = 1.0,
-        follow: float = 0.5,
+        follow: float = 0.7,
         epsilon: float = 0.15,
         min_pairs: int = 8,
         reliable_rho: float = 0.5,

@@ -44,7 +44,7 @@ from irforge.target import target
 from . import cost
 from .db import Entry, Key, TuneDB
 from .mcts import SPMCTS
-from .space import Space, digest, kernel_key
+from .space import Space, digest, kernel_key, space_version
 from .worker import RemoteError, Worker, WorkerFailed
 
 RANK = {"reps": 20, "min_reps": 5, "warmup": 3, "max_seconds_per_case": 0.25}
@@ -73,12 +73,18 @@ class Options:
 
 @dataclass
 class KernelTask:
-    """A distinct kernel to tune: its isolated loop-level module and the names it goes by in the programs."""
+    """A distinct kernel to tune: its isolated loop-level module, the schedule that lowers it from there, and the
+    names it goes by in the programs."""
 
     name: str
     module: ModuleOp
+    schedule: list[ScheduledPass]
     key: Key
     uses: list[str] = field(default_factory=list)
+
+    @property
+    def pipeline(self) -> str:
+        return schedule_text(self.schedule)
 
 
 @dataclass
@@ -177,23 +183,21 @@ def tolerance(module: ModuleOp) -> float:
 
 # ---- the run ---------------------------------------------------------------------------------------------------
 class Tuner:
-    def __init__(self, suffix: list[ScheduledPass], version: str, db: TuneDB | None, options: Options, display=None):
-        self.suffix = suffix
-        self.version = version
+    def __init__(self, db: TuneDB | None, options: Options, display=None):
         self.db = db
         self.o = options
         self.display = display
         self.arch = options.arch or target().arch
-        self.pipeline = schedule_text(suffix)
         self._workers: list[Worker] = []
+        self._gpus: list[_GpuSlot] = []
         self._lock = threading.Lock()
         self._local = threading.local()
         self.jobs = options.jobs or os.cpu_count() or 1
         self.pool = ThreadPoolExecutor(max_workers=self.jobs)
         self.gpu_name = ""
 
-    def key(self, module: ModuleOp) -> Key:
-        return Key(kernel_key(module), self.arch, self.version)
+    def key(self, module: ModuleOp, schedule: list[ScheduledPass]) -> Key:
+        return Key(kernel_key(module), self.arch, space_version(schedule))
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
@@ -217,14 +221,19 @@ class Tuner:
         except (WorkerFailed, RemoteError) as e:
             return {"error": f"the compiler failed: {e}"}
 
+    def _gpu_slot(self, index: int) -> _GpuSlot:
+        with self._lock:
+            while len(self._gpus) <= index:
+                self._gpus.append(_GpuSlot(self._gpu_worker(len(self._gpus)), self))
+            return self._gpus[index]
+
     def _gpu_worker(self, index: int) -> Worker:
         env = dict(self.o.worker_env)
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         devices = visible.split(",") if visible else [str(i) for i in range(self.o.gpus)]
         env["CUDA_VISIBLE_DEVICES"] = devices[index % len(devices)]
         w = Worker(env, name=f"gpu{index}")
-        with self._lock:
-            self._workers.append(w)
+        self._workers.append(w)
         return w
 
     # ---- kernels ------------------------------------------------------------------------------------------------
@@ -247,7 +256,7 @@ class Tuner:
         return results
 
     def _lane(self, index: int, todo: queue.Queue) -> None:
-        gpu = None if self.o.compile_only else _GpuSlot(self._gpu_worker(index), self)
+        gpu = None if self.o.compile_only else self._gpu_slot(index)
         while True:
             try:
                 r = todo.get_nowait()
@@ -273,12 +282,12 @@ class Tuner:
         o, task = self.o, r.task
         r.status = "tuning"
         self._show(r)
-        space = Space(task.module, self.suffix, cost.features)
+        space = Space(task.module, task.schedule, cost.features)
         r.space_size, r.decisions = space.size, len(space.decisions)
         text = print_module(task.module)
-        reference = self.pool.submit(self._compile, text, {}, _reference_pipeline(self.suffix, space))
+        reference = self.pool.submit(self._compile, text, {}, _reference_pipeline(task.schedule, space))
         baseline_point = space.point(space.baseline)
-        baseline = self.pool.submit(self._compile, text, baseline_point, self.pipeline)
+        baseline = self.pool.submit(self._compile, text, baseline_point, task.pipeline)
         root = space.root()
         tree = _Tree(space, r)
         seed = (o.seed * 0x9E3779B1 + int(task.key.hash[:8], 16)) % 2**32
@@ -325,7 +334,7 @@ class Tuner:
                 if leaf.state.digest in seen:
                     pending.append((leaf, point, None))
                 else:
-                    pending.append((leaf, point, self.pool.submit(self._compile, text, point, self.pipeline)))
+                    pending.append((leaf, point, self.pool.submit(self._compile, text, point, task.pipeline)))
             if not pending or stop:
                 break
             leaf, point, future = pending.popleft()
@@ -493,9 +502,11 @@ class _GpuSlot:
         return res
 
 
-def kernel_tasks(programs: list[tuple[str, ModuleOp]], tuner: Tuner) -> tuple[list[KernelTask], list[str]]:
-    """The distinct kernels of loop-level programs (by key, in order of first appearance), and a note for each
-    kernel that cannot be tuned alone."""
+def kernel_tasks(
+    programs: list[tuple[str, ModuleOp]], schedule: list[ScheduledPass], tuner: Tuner
+) -> tuple[list[KernelTask], list[str]]:
+    """The distinct kernels of loop-level programs that `schedule` lowers (by key, in order of first appearance),
+    and a note for each kernel that cannot be tuned alone."""
     from irforge.diagnostics import IRForgeError
 
     from .space import isolate, kernels_of
@@ -510,9 +521,9 @@ def kernel_tasks(programs: list[tuple[str, ModuleOp]], tuner: Tuner) -> tuple[li
             except IRForgeError as e:
                 notes.append(f"{name}: {e.message}")
                 continue
-            key = tuner.key(iso)
+            key = tuner.key(iso, schedule)
             if key in tasks:
                 tasks[key].uses.append(name)
             else:
-                tasks[key] = KernelTask(name, iso, key, [name])
+                tasks[key] = KernelTask(name, iso, schedule, key, [name])
     return list(tasks.values()), notes

@@ -18,6 +18,9 @@ config.environment["PYTHONUNBUFFERED"] = "1"
 for var in ("HOME", "TMPDIR", "IRFORGE_CACHE_DIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# `irforge compile` replays the tuning database when it exists: the tests see none (a RUN line may name one)
+config.environment["IRFORGE_TUNE_DB"] = os.path.join(os.path.dirname(__file__), "Output", "absent.sqlite")
+config.substitutions.append(("%python", sys.executable))
 
 
 # Whole-word substitutions (lit applies them as regular expressions), so paths containing the names are untouched.
