@@ -39,7 +39,13 @@ class ModuleOp(Operation):
 
 
 class FuncOp(Operation):
-    """A function: named, isolated from above, its entry block's arguments are the inputs."""
+    """A function: named, isolated from above, its entry block's arguments are the inputs.
+
+    A function may update **state**, memory that outlives a call (a KV cache): `attributes {state = ["a", "b"]}`
+    makes its last two arguments the states' values on entry and its last two results their values on exit. The
+    function itself stays pure; whoever runs it keeps each state in one buffer, passed in and updated in place
+    (docs/design.md, "Program state").
+    """
 
     name = "func.func"
     operand_names = ()
@@ -61,6 +67,20 @@ class FuncOp(Operation):
     def args(self):
         return self.body.args
 
+    def state_names(self) -> tuple[str, ...]:
+        """The names of the state the function updates (its `state` attribute; none when absent)."""
+        return tuple(self.attributes.get("state", ()))
+
+    def state_pairs(self) -> list[tuple[str, object, int]]:
+        """(name, argument, result position) per state: the function's last k arguments are the states' values on
+        entry and its last k results their values on exit, in the order `state` names them (k = len(state))."""
+        names = self.state_names()
+        if not names:
+            return []
+        args, n_out = self.body.args, len(self.attributes["function_type"].outputs)
+        k = len(names)
+        return [(name, args[len(args) - k + i], n_out - k + i) for i, name in enumerate(names)]
+
     def verify_(self):
         ft = self.attributes["function_type"]
         args = self.body.args
@@ -72,6 +92,21 @@ class FuncOp(Operation):
         got = tuple(v.type for v in ret.operands)
         if got != ft.outputs:
             raise ret.error(f"returns ({', '.join(map(str, got))}) but the function's type is {ft}")
+        self._verify_state(ft)
+
+    def _verify_state(self, ft) -> None:
+        names = self.attributes.get("state", ())
+        if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
+            raise self.error("'state' must be a list of state names (strings)")
+        if len(set(names)) != len(names):
+            raise self.error("'state' names a state twice")
+        if len(names) > min(len(ft.inputs), len(ft.outputs)):
+            raise self.error(
+                f"has {len(names)} state(s) but only {len(ft.inputs)} argument(s), {len(ft.outputs)} result(s)"
+            )
+        for name, arg, res in self.state_pairs():
+            if arg.type != ft.outputs[res]:
+                raise self.error(f"state '{name}' enters as {arg.type} but leaves as {ft.outputs[res]}")
 
     def print_custom(self, p):
         ft = self.attributes["function_type"]

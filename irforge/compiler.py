@@ -121,15 +121,19 @@ class Program:
     input_names: list[str]
     inputs: list[np.ndarray]
     expected: list[np.ndarray] = field(default_factory=list)
+    state: dict[str, np.ndarray] = field(default_factory=dict)  # the state's values before the example run
 
     def __str__(self) -> str:
         return print_module(self.module)
 
     def __call__(self, *inputs) -> list[np.ndarray]:
-        """Run the level's reference interpreter (on the example inputs when none are given)."""
-        from .interpreter import interpret
+        """Run the level's reference interpreter (on the example inputs and initial state when none are given)."""
+        from .interpreter import entry_function, interpret
 
-        return interpret(self.module, list(inputs) if inputs else self.inputs, self.params)
+        if not inputs:
+            state = [self.state[n] for n in entry_function(self.module).state_names()] if self.state else []
+            inputs = (*self.inputs, *state)
+        return interpret(self.module, list(inputs), self.params)
 
     def check(self) -> list:
         """The interpreter's outputs compared with PyTorch eager's, one `testing.Comparison` per output."""
@@ -166,9 +170,18 @@ def params_in_use(module: Operation, params: dict) -> dict:
 
 
 def compile_program(
-    tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None, tuning=None
+    tp,
+    ir: str | None = "tensor",
+    instrumentations=(),
+    *,
+    pipeline=None,
+    after=None,
+    before=None,
+    bisect=False,
+    tuning=None,
 ):
-    """Capture a `frontend.TorchProgram` and lower it (see `lowering`)."""
+    """Capture a `frontend.TorchProgram` and lower it (see `lowering`); `bisect`: run each pass's output through its
+    level's reference interpreter on the program's inputs and stop at the first that differs from PyTorch eager."""
     from .dialects.torch.capture import capture, to_numpy
     from .instrumentation import VerifyEach
     from .pass_manager import PassManager
@@ -183,12 +196,20 @@ def compile_program(
         raise
     func = captured.module.body.ops[0]  # the captured function; lower levels put kernels before it
     names = [a.name_hint for a in func.body.args]
-    PassManager(schedule, [VerifyEach(), *instrumentations], schedule_text(schedule)).run(captured.module)
+    inputs = [to_numpy(t) for t in tp.inputs]
+    expected = [to_numpy(t) for t in tp.outputs] + [to_numpy(tp.buffers_after[n]) for n in captured.state]
+    hooks = [VerifyEach(), *instrumentations]
+    if bisect:
+        from .testing import NumericsCheck
+
+        hooks.append(NumericsCheck(bisect=True, inputs=inputs, params=captured.params, expected=expected))
+    PassManager(schedule, hooks, schedule_text(schedule)).run(captured.module)
     return Program(
         module=captured.module,
         level=module_level(captured.module) or "torch",
         params=params_in_use(captured.module, captured.params),
         input_names=names,
-        inputs=[to_numpy(t) for t in tp.inputs],
-        expected=[to_numpy(t) for t in tp.outputs],
+        inputs=inputs,
+        expected=expected,
+        state=captured.state,
     )

@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 import re
 import runpy
+import tokenize
 import traceback
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from .diagnostics import IRForgeError, error, register_source
+from .diagnostics import IRForgeError, decode_source, error, register_source
 from .location import UNKNOWN, FileLineColLoc, Location
 
 SNIPPET = "<snippet>"
@@ -43,8 +45,9 @@ _FACTORIES = frozenset(
     {"randn", "rand", "randint", "zeros", "ones", "full", "empty", "tensor", "as_tensor", "arange", "eye",
      "linspace", "randperm", "normal"}
 )  # fmt: skip
-# Methods that only convert a freshly created tensor (still an input): `torch.randn(4).half()`.
-_CONVERSIONS = frozenset({"to", "half", "float", "bfloat16", "double", "int", "long", "bool", "contiguous"})
+# Methods that only convert a freshly created tensor (still an input) or module (still part of the program):
+# `torch.randn(4).half()`, `nn.RMSNorm(64).half()`, `nn.Dropout(0.1).eval()`.
+_CONVERSIONS = frozenset({"to", "half", "float", "bfloat16", "double", "int", "long", "bool", "contiguous", "eval"})
 
 
 @dataclass
@@ -56,22 +59,32 @@ class TorchProgram:
     input_names: list[str]
     outputs: list = field(default_factory=list)  # eager results on `inputs`
     where: Location = UNKNOWN  # the user's expression, for messages about the program as a whole
+    buffers_after: dict = field(default_factory=dict)  # the module's buffers after the eager run (updated state)
 
 
-def _eager(model, inputs, where: Location, source: str | None) -> list:
-    """Run the program once in eager mode; user errors become located messages."""
+def _eager(model, inputs, where: Location, source: str | None) -> tuple[list, dict]:
+    """Run the program once in eager mode; user errors become located messages. Returns the outputs and the
+    module's buffers as the run left them; the buffers themselves are put back, so that capture sees the state
+    the run started from."""
+    buffers = dict(model.named_buffers())
+    before = {n: b.clone() for n, b in buffers.items()}
     try:
         with torch.no_grad():
             out = model(*inputs)
     except IRForgeError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise _user_exception(e, source, where) from None
+    finally:
+        after = {n: b.clone() for n, b in buffers.items()}
+        with torch.no_grad():
+            for n, b in buffers.items():
+                b.copy_(before[n])
     outs = _flatten(out)
     if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
         got = ", ".join(sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})) or "nothing"
         raise error(f"the program must return a tensor (or tuples of tensors), but it returns {got}", where)
-    return outs
+    return outs, after
 
 
 def _flatten(out) -> list:
@@ -81,12 +94,14 @@ def _flatten(out) -> list:
     return [out]
 
 
-def _user_exception(e: Exception, source: str | None, where: Location) -> IRForgeError:
+def _user_exception(e: BaseException, source: str | None, where: Location) -> IRForgeError:
     """An exception the user's code raised, located at the deepest frame of the user's own source."""
     loc = where
     for fs in traceback.extract_tb(e.__traceback__):
         if source is not None and fs.filename == source:
             loc = FileLineColLoc(fs.filename, fs.lineno, (fs.colno or 0) + 1)
+    if isinstance(e, SystemExit):
+        return error(f"the program exits (sys.exit({e.code!r})) instead of computing its result", loc)
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return error(f"the program raised {type(e).__name__}" + (f": {first}" if first else ""), loc)
 
@@ -129,24 +144,29 @@ def from_module(model, inputs, where: Location = UNKNOWN, source: str | None = N
         model = _FunctionModule(model)
     else:
         raise error(f"cannot compile a {type(model).__name__}: expected an nn.Module or a function of tensors", where)
-    outputs = _eager(model, inputs, where, source)
-    return TorchProgram(model, inputs, names, outputs, where)
+    outputs, buffers = _eager(model, inputs, where, source)
+    return TorchProgram(model, inputs, names, outputs, where, buffers)
 
 
 def from_file(path: str) -> TorchProgram:
     """A Python file defining `model` and `example_inputs`."""
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise error(f"cannot read '{path}': {e.strerror}") from None
-    register_source(path, text)
     where = FileLineColLoc(path, 1, 1)
+    try:  # as Python reads it: UTF-8 unless a coding comment says otherwise (PEP 263)
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except SyntaxError as e:
+        raise error(f"the file does not parse: {e.msg}", where) from None
+    decode_source(data, path, encoding)
     torch.manual_seed(0)
     try:
         ns = runpy.run_path(path, run_name="__irforge__")
     except SyntaxError as e:
         raise error(f"the file does not parse: {e.msg}", FileLineColLoc(path, e.lineno or 1, e.offset or 1)) from None
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise _user_exception(e, path, where) from None
     missing = [n for n in ("model", "example_inputs") if n not in ns]
     if missing:
@@ -180,15 +200,15 @@ def from_snippet(text: str, name: str = SNIPPET) -> TorchProgram:
         hoisted = _Hoister(ns, name).run(expr)
     except IRForgeError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise _user_exception(e, name, where) from None
     inputs, modules = _free_inputs(hoisted.expr, ns, hoisted)
     model = _SnippetModule(hoisted.expr, name, ns, [n for n, _ in inputs], modules)
     if not inputs:
         raise error("the snippet computes nothing from tensors: create its inputs, e.g. torch.randn(4, 8)", where)
     tensors = tuple(t for _, t in inputs)
-    outputs = _eager(model, tensors, where, name)
-    return TorchProgram(model, tensors, [n for n, _ in inputs], outputs, where)
+    outputs, buffers = _eager(model, tensors, where, name)
+    return TorchProgram(model, tensors, [n for n, _ in inputs], outputs, where, buffers)
 
 
 @dataclass
@@ -239,8 +259,8 @@ class _Hoister(ast.NodeTransformer):
         if fn is None:
             if isinstance(node.func, ast.Attribute) and node.func.attr in _CONVERSIONS:
                 inner = node.func.value
-                if isinstance(inner, ast.Call) and self._creates(inner) == "tensor":
-                    return "tensor"
+                if isinstance(inner, ast.Call):
+                    return self._creates(inner)
             return None
         if isinstance(fn, type) and issubclass(fn, nn.Module):
             return "module"
@@ -276,6 +296,8 @@ class _Hoister(ast.NodeTransformer):
             name = self._fresh(hint or "x", tensor=True, hinted=hint is not None)
             self.tensors[name] = value
         else:
+            if not isinstance(value, nn.Module):
+                return node
             name = self._fresh(hint or _snake(type(value).__name__), tensor=False)
             self.modules[name] = value
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)

@@ -314,6 +314,18 @@ _SIMPLIFY = {
 }
 
 
+def bad_division(e: IndexExpr) -> IndexExpr | None:
+    """The first `floordiv`, `ceildiv` or `mod` in `e` whose divisor is not a positive constant (as in MLIR's
+    affine maps: the generated C divides with `/` and `%`, which agree with them only for such divisors)."""
+    if isinstance(e, (FloorDiv, CeilDiv, Mod)) and not (isinstance(e.rhs, Const) and e.rhs.value > 0):
+        return e
+    for k in e.children():
+        found = bad_division(k)
+        if found is not None:
+            return found
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class AffineMap:
     """`(d0, ..., d{n-1}) -> (e0, ..., e{m-1})`: maps n coordinates to m coordinates."""
@@ -326,6 +338,9 @@ class AffineMap:
             bad = [d for d in r.dims() if d >= self.num_dims]
             if bad:
                 raise ValueError(f"affine map uses d{max(bad)} but has only {self.num_dims} dimensions")
+            div = bad_division(r)
+            if div is not None:
+                raise ValueError(f"'{div}' divides by {div.rhs}: divisors must be positive constants")
 
     @staticmethod
     def identity(n: int) -> AffineMap:

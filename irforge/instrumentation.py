@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, InternalError
 from .hashing import structural_hash
 from .ir import Operation
 from .pass_manager import Instrumentation, Timer
@@ -236,20 +236,39 @@ class Reproducer(Instrumentation):
     """On a pass failure, write the pipeline's input IR and the expanded pipeline into one file.
 
     The file is plain IR with the pipeline in a header comment; `irforge-opt --run-reproducer FILE` replays it.
+    With a `path`, every failure writes it (`--crash-reproducer=FILE`); without one, only an internal error (a bug)
+    does, to a fresh temporary file named on the error.
     """
 
-    def __init__(self, path: str, stream=None):
+    def __init__(self, path: str | None = None, stream=None):
         self.path = path
         self.stream = stream or sys.stderr
 
     def before_pipeline(self, module, pm):
-        self._input = print_module(module, debuginfo=True)
+        self._input = module.clone()  # printed only if a pass fails
         self._pipeline = pm.pipeline_text
 
     def after_failed_pass(self, p, module, err):
-        import json
+        if self.path is None and not isinstance(err, InternalError):
+            return
+        path = write_reproducer(print_module(self._input, debuginfo=True), self._pipeline, p.name, self.path)
+        if isinstance(err, InternalError):
+            err.reproducer = path
+        else:
+            self.stream.write(f"note: reproducer written to {path}\n")
 
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.write(f"{REPRODUCER_HEADER}{json.dumps(self._pipeline)}\n")
-            f.write(f"// failed in pass '{p.name}'\n{self._input}")
-        self.stream.write(f"note: reproducer written to {self.path}\n")
+
+def write_reproducer(ir_text: str, pipeline: str, failed_pass: str | None = None, path: str | None = None) -> str:
+    """Write IR and the pipeline to run on it as one reproducer file (a fresh temporary one without `path`)."""
+    import json
+    import tempfile
+
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="irforge-reproducer-", suffix=".ir")
+        os.close(fd)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{REPRODUCER_HEADER}{json.dumps(pipeline)}\n")
+        if failed_pass is not None:
+            f.write(f"// failed in pass '{failed_pass}'\n")
+        f.write(ir_text)
+    return path

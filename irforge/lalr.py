@@ -28,6 +28,20 @@ class SyntaxFallback(Exception):
     """The input does not parse; let lark report why."""
 
 
+# How deep brackets may nest in parsed text. Parsing is iterative, but printing, verifying and walking IR recurse
+# per level, so deeper input would end in Python's recursion limit far from any location; real IR nests < 20 deep.
+MAX_NESTING = 100
+_NESTING = {"LPAR": 1, "LSQB": 1, "LBRACE": 1, "LESSTHAN": 1, "RPAR": -1, "RSQB": -1, "RBRACE": -1, "MORETHAN": -1}
+
+
+class NestedTooDeeply(Exception):
+    """An opening bracket (at `line`, `column`) more than `MAX_NESTING` levels deep."""
+
+    def __init__(self, line: int, column: int):
+        super().__init__(f"nested more than {MAX_NESTING} levels deep")
+        self.line, self.column = line, column
+
+
 def _new_token(type_: str, value: str, pos: int, line: int, column: int) -> Token:
     t = str.__new__(Token, value)
     t.type, t.value, t.start_pos, t.line, t.column = type_, value, pos, line, column
@@ -89,11 +103,12 @@ class FastLALR:
         self.kept = frozenset(kept)
 
     def parse(self, text: str):
-        actions, lexers, kept = self.actions, self.lexers, self.kept
+        actions, lexers, kept, nesting = self.actions, self.lexers, self.kept, _NESTING
         end_state = self.end_state
         state_stack = [self.start_state]
         value_stack: list = []
         pos, line, line_start, n = 0, 1, 0, len(text)
+        depth = 0
         state = self.start_state
         while True:
             # ---- lex one token in the current parser state ------------------------------------------------------
@@ -127,6 +142,11 @@ class FastLALR:
                     if nl:
                         line += nl
                         line_start = start + value.rindex("\n") + 1
+                step = nesting.get(type_)
+                if step is not None:
+                    depth += step
+                    if depth > MAX_NESTING:
+                        raise NestedTooDeeply(line, column)
             # ---- shift it, reducing first as the table says ---------------------------------------------------------
             row = actions[state]
             while True:

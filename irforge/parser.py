@@ -20,10 +20,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import index_expr as ix
 from .attributes import UNIT, DictAttr, SymbolRef
-from .diagnostics import IRForgeError, error, register_source
+from .diagnostics import IRForgeError, decode_source, error, register_source
 from .index_expr import AffineMap, IndexExpr
 from .ir import Block, Operation, Region, Value
-from .lalr import FastLALR, SyntaxFallback
+from .lalr import FastLALR, NestedTooDeeply, SyntaxFallback
 from .location import UNKNOWN, FileLineColLoc, Location, NameLoc, fuse
 from .types import SCALAR_NAMES, FunctionType, OpaqueType, ScalarType, TensorType
 
@@ -80,7 +80,7 @@ class ValueLeaf(IndexExpr):
     ref: ValueRef
 
     def format(self, leaf=None) -> str:
-        return self.ref.name
+        return f"%{self.ref.name}"
 
 
 def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], list[ValueRef]]:
@@ -99,6 +99,11 @@ def bind_index_values(exprs, loc: Location = UNKNOWN) -> tuple[list[IndexExpr], 
         kids = e.children()
         return e.rebuild([go(k) for k in kids]) if kids else e
 
+    for e in exprs:
+        div = ix.bad_division(e)
+        if div is not None:  # located at a value it divides, when the caller knows no better place
+            at = next((x.ref.loc for x in _leaves(div) if isinstance(x, ValueLeaf)), loc) if loc is UNKNOWN else loc
+            raise error(f"'{div}' divides by {div.rhs}: divisors must be positive constants", at)
     return [go(e) for e in exprs], refs
 
 
@@ -595,7 +600,7 @@ class _Builder:
                 result_types = cls.infer_result_types([v.type for v in operands], ast.attrs)
             except IRForgeError:
                 raise
-            except (TypeError, ValueError, KeyError, IndexError) as e:
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:  # operands of the wrong kind
                 raise error(f"'{ast.name}': cannot infer result types: {e}", ast.loc) from None
             if result_types is None:
                 raise error(f"'{ast.name}' needs its result types spelled out", ast.loc)
@@ -633,13 +638,7 @@ def read_source(path: str) -> str:
             data = f.read()
     except FileNotFoundError:
         raise error(f"cannot open input file '{path}': no such file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        register_source(path, data.decode("utf-8", errors="replace"))  # so the message can quote the line
-        line = data.count(b"\n", 0, e.start) + 1
-        col = len(data[data.rfind(b"\n", 0, e.start) + 1 : e.start].decode("utf-8", errors="replace")) + 1
-        raise error(f"input is not UTF-8 text (byte 0x{data[e.start]:02x})", FileLineColLoc(path, line, col)) from None
+    return decode_source(data, path)
 
 
 def parse_module(
@@ -671,6 +670,8 @@ def _parse_module(text: str, file: str, allow_unregistered: bool, verify: bool, 
         except SyntaxFallback:  # lark re-parses to say exactly what is wrong
             tree = lark.parse(src)
         asts = tree.children
+    except NestedTooDeeply as e:
+        raise error(f"IR {e}", FileLineColLoc(file, e.line, e.column)) from None
     except UnexpectedInput as e:
         raise _syntax_error(e, lark, file, src) from None
     except VisitError as e:

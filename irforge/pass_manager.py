@@ -25,15 +25,13 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import os
 import re
 import time
 import typing
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .attributes import DictAttr
-from .diagnostics import IRForgeError
+from .diagnostics import InternalError, IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
 from .location import Location
@@ -264,7 +262,7 @@ class Instrumentation:
 
     def after_pass(self, p: Pass, module: Operation) -> None: ...
 
-    def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError) -> None: ...
+    def after_failed_pass(self, p: Pass, module: Operation, err: IRForgeError | InternalError) -> None: ...
 
     def remark(self, p: Pass, op: Operation, message: str) -> None: ...
 
@@ -347,32 +345,24 @@ class PassManager:
                 for ins in self.instrumentations:
                     ins.after_failed_pass(p, module, e)
                 raise e if isinstance(e, PassFailure) else PassFailure(p.name, e) from None
-            except Exception as e:  # a bug in the pass, not the user's input: say so, keep the traceback on request
-                if os.environ.get("IRFORGE_TRACEBACK"):
-                    raise
-                err = IRForgeError(
-                    f"internal error in pass '{p.name}': {type(e).__name__}: {e}"
-                    " (set IRFORGE_TRACEBACK=1 for the Python traceback)",
-                    module.loc,
-                )
+            except Exception as e:  # a bug in the pass, not the user's input
+                err = e if isinstance(e, InternalError) else InternalError(f"in pass '{p.name}'", e)
                 for ins in self.instrumentations:
                     ins.after_failed_pass(p, module, err)
-                raise PassFailure(p.name, err) from e
+                if err is e:
+                    raise
+                raise err from e
         for ins in self.instrumentations:
             ins.after_pipeline(module)
 
     def _run_one(self, sp: ScheduledPass, module: Operation) -> None:
         p = sp.pass_
         targets = anchored_ops(module, sp.path) if sp.path else [module]
+        from .pipeline import tune_overrides
+
         for op in targets:
-            tune = op.attributes.get("tune")
-            overrides = tune.get(p.name) if isinstance(tune, DictAttr) else None
-            inst = p
-            if overrides:
-                try:
-                    inst = p.with_options(overrides)
-                except ValueError as e:
-                    raise op.error(f"has a bad 'tune' override for pass '{p.name}': {e}") from None
+            overrides = tune_overrides(op).get(p.name)
+            inst = p.with_options(overrides) if overrides else p
             why = inst.check(op)
             if why:
                 at, reason = why if isinstance(why, tuple) else (op, why)

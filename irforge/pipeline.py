@@ -21,6 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from .diagnostics import IRForgeError, error, register_source
 from .dialect import LEVELS
 from .ir import Operation
+from .lalr import MAX_NESTING
 from .location import FileLineColLoc
 from .pass_manager import PassManager, ScheduledPass, format_value
 
@@ -82,10 +83,12 @@ def _strip_comments(text: str) -> str:
 def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
     global _LARK
     if _LARK is None:
-        _LARK = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True)
+        _LARK = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True, cache=True)
     register_source(source, text)
+    text = _strip_comments(text)
+    _check_nesting(text, source)
     try:
-        return _ToAST().transform(_LARK.parse(_strip_comments(text)))
+        return _ToAST().transform(_LARK.parse(text))
     except UnexpectedInput as e:
         if isinstance(e, UnexpectedCharacters):
             what = f"unexpected character {text[e.pos_in_stream]!r}"
@@ -98,6 +101,20 @@ def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
             lines = text.splitlines() or [""]
             e.line, e.column = len(lines), len(lines[-1]) + 1
         raise error(f"malformed pipeline: {what}", FileLineColLoc(source, max(e.line, 1), max(e.column, 1))) from None
+
+
+def _check_nesting(text: str, source: str) -> None:
+    """Refuse nests deeper than the IR parser takes, at the first parenthesis too deep (quoted values skipped)."""
+    depth = 0
+    for m in re.finditer(r'"[^"]*"|[({]|[)}]', text):
+        if m.group() in "({":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+                raise error(f"pipeline nested more than {MAX_NESTING} levels deep", FileLineColLoc(source, line, col))
+        elif m.group() in ")}":
+            depth -= 1
 
 
 def _loc(tok: Token, source: str) -> FileLineColLoc:
@@ -135,24 +152,7 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
         loc = _loc(el.tok, source)
         if el.name in passes:
             cls = passes[el.name]
-            values = {}
-            for key, raw, tok in el.options:
-                key = key.replace("_", "-")  # options are spelled with dashes; underscores are accepted
-                if key in values:
-                    raise error(f"option '{key}' of pass '{cls.name}' is given twice", _loc(tok, source))
-                opt = cls.options.get(key)
-                if opt is None:
-                    names = ", ".join(cls.options) or "none"
-                    raise error(f"pass '{cls.name}' has no option '{key}' (its options: {names})", _loc(tok, source))
-                try:
-                    if raw is None:
-                        if opt.type is not bool:
-                            raise ValueError(f"needs a value ({key}=...)")
-                        values[key] = True
-                    else:
-                        values[key] = opt.check(opt.parse(raw))
-                except ValueError as e:
-                    raise error(f"bad value for option '{key}' of pass '{cls.name}': {e}", _loc(tok, source)) from None
+            values = check_options(cls, [(key, raw, _loc(tok, source)) for key, raw, tok in el.options], text=True)
             p = cls(**values)
             sub = path
             if cls.anchor != "builtin.module" and (not path or path[-1] != cls.anchor):
@@ -169,6 +169,59 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             out += expand(inner, named.source, path, (*stack, el.name))
         else:
             raise error(f"unknown pass or pipeline '{el.name}'{_suggest(el.name, [*passes, *pipelines])}", loc)
+    return out
+
+
+def check_options(cls, items, *, text: bool, context: str = "") -> dict:
+    """Option values for pass `cls` from (key, value, location) triples, each checked against the option's type
+    and domain: pipeline text (`text=True`; a key without a value sets a bool) or attribute values (a `tune`).
+    `context` prefixes every message (e.g. "'tune' attribute: ")."""
+    values: dict = {}
+    for key, raw, loc in items:
+        key = key.replace("_", "-")  # options are spelled with dashes; underscores are accepted
+        if key in values:
+            raise error(f"{context}option '{key}' of pass '{cls.name}' is given twice", loc)
+        opt = cls.options.get(key)
+        if opt is None:
+            names = ", ".join(cls.options) or "none"
+            hint = _suggest(key, cls.options) or f" (its options: {names})"
+            raise error(f"{context}pass '{cls.name}' has no option '{key}'{hint}", loc)
+        try:
+            if raw is None:
+                if opt.type is not bool:
+                    raise ValueError(f"needs a value ({key}=...)")
+                values[key] = True
+            else:
+                values[key] = opt.check(opt.parse(raw) if text else raw)
+        except ValueError as e:
+            raise error(f"{context}bad value for option '{key}' of pass '{cls.name}': {e}", loc) from None
+    return values
+
+
+def tune_overrides(op: Operation) -> dict[str, dict]:
+    """An op's `tune = {pass-name = {option = value}}` attribute, checked as pipeline options are: each pass must
+    be registered and each value fit its option's type and domain. Returns {pass name: {option: value}}."""
+    from .attributes import DictAttr
+    from .printer import format_attr
+    from .registry import registry
+
+    tune = op.attributes.get("tune")
+    if tune is None:
+        return {}
+    if not isinstance(tune, DictAttr):
+        raise op.error(
+            f"attribute 'tune' must be a dictionary {{pass-name = {{option = value}}}}, not {format_attr(tune)}"
+        )
+    passes = registry().passes()
+    out = {}
+    for name, opts in tune.items():
+        cls = passes.get(name)
+        context = f"'{op.name}' op 'tune' attribute: "
+        if cls is None:
+            raise error(f"{context}unknown pass '{name}'{_suggest(name, passes)}", op.loc)
+        if not isinstance(opts, DictAttr):
+            raise error(f"{context}pass '{name}' takes a dictionary of options, not {format_attr(opts)}", op.loc)
+        out[name] = check_options(cls, [(k, v, op.loc) for k, v in opts.items()], text=False, context=context)
     return out
 
 

@@ -23,7 +23,19 @@ def executor(prog, **kw):
 
     if prog.level != "cuda":
         raise error(f"only cuda-level programs run on the GPU; this one is at the {prog.level} level")
-    return Executor(prog.module, params=params_in_use(prog.module, prog.params), **kw)
+    exe = Executor(prog.module, params=params_in_use(prog.module, prog.params), **kw)
+    if prog.state:  # the state the example run started from
+        import torch
+
+        from .runtime.executor import torch_dtype
+
+        exe.set_state(
+            {
+                n: torch.from_numpy(np.ascontiguousarray(v)).to(exe.device, torch_dtype(exe.state_types[n].dtype))
+                for n, v in prog.state.items()
+            }
+        )
+    return exe
 
 
 def to_numpy(t) -> np.ndarray:

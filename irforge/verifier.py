@@ -22,6 +22,10 @@ def verify(root: Operation) -> None:
         _verify_operands(op, positions)
         if "symbol_table" in op.traits:
             _verify_symbols(op)
+        if "tune" in op.attributes:
+            from .pipeline import tune_overrides
+
+            tune_overrides(op)
         op.verify_()
 
 

@@ -117,7 +117,7 @@ def test_decomposed_ops_keep_the_torch_location():
 @pytest.mark.parametrize(
     "snippet, message, line_col",
     [
-        ("x=torch.randn(4,5)\ntorch.cumsum(x, dim=1)", "unsupported torch op 'aten.cumsum'", (2, 1)),
+        ("x=torch.randn(4,5)\ntorch.logcumsumexp(x, dim=1)", "unsupported torch op 'aten.logcumsumexp'", (2, 1)),
         ("x=torch.randn(8); torch.nonzero(x)", "depends on the data", (1, 19)),
         ("x=torch.randn(8); x[x > 0] * 2", "depends on the data", (1, 19)),
         ("torch.relu(torch.randn(3)", "the snippet does not parse", (1, 11)),
@@ -167,11 +167,12 @@ def test_bad_files(tmp_path):
 
 
 def test_tools_do_not_import_torch():
+    # below the torch level (whose verifier asks the installed PyTorch what each ATen call gives)
     code = (
         "import io, sys\n"
         "from irforge.tools.opt import main\n"
         "main(['--list-passes'], stdout=io.StringIO())\n"
-        "main(['tests/lit/torch-dialect/syntax.ir', '-p', 'decompose-pointwise'], stdout=io.StringIO())\n"
+        "main(['tests/lit/tensor-fold-constants/fold.ir', '-p', 'tensor-to-loop'], stdout=io.StringIO())\n"
         "from irforge.tools.cli import main as cli\n"
         "try:\n    cli(['compile', '--help'], stdout=io.StringIO())\nexcept SystemExit:\n    pass\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
@@ -180,3 +181,40 @@ def test_tools_do_not_import_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# ---- odd programs: each is a located error or works; nothing else on stderr ----------------------------------
+def test_file_encoding_is_python_s(tmp_path):
+    latin1 = tmp_path / "latin1.py"
+    body = b"import torch\n# caf\xe9\nmodel = torch.nn.Softmax(-1)\nexample_inputs = torch.randn(2, 4)\n"
+    latin1.write_bytes(body)
+    rc, out, err = run("compile", str(latin1))
+    assert rc == 1 and out == ""
+    assert err.startswith(f"{latin1}:2:6: error: input is not UTF-8 text (byte 0xe9)\n"), err
+    latin1.write_bytes(b"# -*- coding: latin-1 -*-\n" + body)  # PEP 263: as Python reads it
+    rc, out, err = run("compile", str(latin1))
+    assert rc == 0 and "tensor.reduce max" in out, err
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message", "line_col"),
+    [
+        ("import sys; sys.exit(0)\ntorch.randn(3)", "the program exits (sys.exit(0))", (1, 13)),
+        ("torch.linalg.inv(torch.randn(3, 3))", "'aten._linalg_check_errors' has a side effect", (1, 1)),
+        ("x = torch.randn(5); x[:int(x.sum() > 0) + 1]", "depends on the data", (1, 24)),
+    ],
+    ids=["sys-exit", "side-effect", "data-dependent-shape"],
+)
+def test_odd_programs_are_one_located_error(snippet, message, line_col):
+    rc, out, err = run("compile", "-c", snippet)
+    assert rc == 1 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 3, err  # the message, the source line, the caret: no log or graph printed around them
+    assert lines[0].startswith(f"<snippet>:{line_col[0]}:{line_col[1]}: error: ") and message in lines[0], err
+
+
+def test_converted_modules_are_part_of_the_program():
+    rc, out, err = run("compile", "-c", "nn.RMSNorm(64).half()(torch.randn(3, 64).half())", "--check")
+    assert rc == 0, err
+    assert "tensor.param @rms_norm.weight : f16[64]" in out  # converted before capture, so a param of the program
+    assert err.endswith(": ok\n")

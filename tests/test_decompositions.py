@@ -4,6 +4,7 @@ arguments, the interpreter gives the same answer before the pass (PyTorch eager 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -228,6 +229,77 @@ def test_embedding_and_index_select(dtype, rows, width, ids_shape):
         [("e", t(dtype, [*ids_shape, width])), ("s", t(dtype, [3, width]))],
     )
     assert lowered(check(text, "decompose-embedding"))
+
+
+@SETTINGS
+@given(FLOAT, st.lists(DIM, min_size=1, max_size=3), st.data())
+def test_advanced_indexing(dtype, shape, data):
+    """x[i0, None, i2, ...] with several index tensors broadcasting together; the result shape is PyTorch's."""
+    import torch
+
+    rank = len(shape)
+    picked = data.draw(st.lists(st.booleans(), min_size=rank, max_size=rank).filter(any))
+    last = max(i for i, p in enumerate(picked) if p)
+    bshape = data.draw(st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=2))
+    idx_shapes = [bshape[data.draw(st.integers(0, len(bshape) - 1)) :] if p else None for p in picked[: last + 1]]
+    for i, p in enumerate(idx_shapes):  # some broadcast: a size-1 dimension against B's
+        if p and data.draw(st.booleans()):
+            idx_shapes[i] = [1] * len(p)
+    empty = [torch.zeros(p, dtype=torch.long) if p is not None else None for p in idx_shapes]
+    out = list(torch.ops.aten.index.Tensor(torch.empty(shape), empty).shape)
+    args = [("x", t(dtype, shape))] + [(f"i{k}", t("i64", p)) for k, p in enumerate(idx_shapes) if p is not None]
+    given_names = [f"%i{k}" if p is not None else "none" for k, p in enumerate(idx_shapes)]
+    text = program(
+        args,
+        [f"%y = torch.aten.index.Tensor(%x, [{', '.join(given_names)}]) : {t(dtype, out)}"],
+        [("y", t(dtype, out))],
+    )
+    rng = np.random.default_rng(len(text))
+    values = {f"i{k}": rng.integers(-n, n, size=p) for k, (n, p) in enumerate(zip(shape, idx_shapes)) if p is not None}
+    after = check_pipeline(parse_module(text), "decompose-embedding", inputs=values, seeds=(0, 1))
+    assert lowered(after)
+
+
+@SETTINGS
+@given(FLOAT, st.lists(DIM, min_size=1, max_size=3), st.data())
+def test_scatters(dtype, shape, data):
+    """index_put through one index tensor and index_copy, with distinct (possibly negative) positions."""
+    rank = len(shape)
+    dim = data.draw(st.integers(0, rank - 1))
+    n = shape[dim]
+    k = data.draw(st.integers(1, n))
+    picked = data.draw(st.permutations(range(n)))[:k]
+    negative = [p - n if data.draw(st.booleans()) else p for p in picked]  # x[..., -1] is x's last
+    upd = [k if i == dim else s for i, s in enumerate(shape)]
+    nones = ", ".join(["none"] * dim + ["%neg"])
+    text = program(
+        [("x", t(dtype, shape)), ("neg", t("i64", [k])), ("pos", t("i64", [k])), ("v", t(dtype, upd))],
+        [
+            f"%a = torch.aten.index_put(%x, [{nones}], %v) : {t(dtype, shape)}",
+            f"%b = torch.aten.index_copy(%x, {dim}, %pos, %v) : {t(dtype, shape)}",
+        ],
+        [("a", t(dtype, shape)), ("b", t(dtype, shape))],
+    )
+    values = {"neg": np.array(negative), "pos": np.array(picked), "x": None, "v": None}
+    after = check_pipeline(parse_module(text), "decompose-scatter", inputs=values, seeds=(0, 1))
+    assert lowered(after)
+
+
+# ---- scans -------------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(st.sampled_from(["f32", "bf16", "i64", "bool"]), st.lists(DIM, min_size=1, max_size=3), st.data())
+def test_scans(dtype, shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    out = "i64" if dtype in ("i64", "bool") else dtype
+    text = program(
+        [("x", t(dtype, shape))],
+        [
+            f"%s = torch.aten.cumsum(%x, {dim}) : {t(out, shape)}",
+            f"%p = torch.aten.cumprod(%x, {dim}) : {t(out, shape)}",
+        ],
+        [("s", t(out, shape)), ("p", t(out, shape))],
+    )
+    assert lowered(check(text, "decompose-scans"))
 
 
 # ---- views -------------------------------------------------------------------------------------------------------

@@ -89,6 +89,9 @@ BAD = [
     ("  %s = kernel.smem f32[4] swizzle(1, 2)\n", "expected", 2),
     ("  %t = kernel.thread_id x\n  %v = kernel.shfl_xor %t, 3 {width = 3} : index\n", "width must be a power", 3),
     ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[3]\n", "moves 12 bytes; vector accesses", 3),
+    ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[0]\n", "a register tile with no elements", 3),
+    ("  %t = kernel.thread_id x\n  %v = kernel.load %t[%t] : f32\n", "accesses a !kernel.ptr or !kernel.smem", 3),
+    ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t mod 0] : f32\n", "divisors must be positive", 3),
 ]
 
 

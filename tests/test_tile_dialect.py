@@ -13,6 +13,7 @@ from irforge.diagnostics import IRForgeError
 from irforge.hashing import structurally_equal
 from irforge.interpreter import interpret
 from irforge.parser import parse_module
+from irforge.pass_manager import run_pipeline
 from irforge.printer import print_module
 from irforge.verifier import verify
 
@@ -114,6 +115,50 @@ def test_stores_outside_distributed_loops_happen_once():
 """
     (y,) = _run(text, np.arange(4, dtype=np.float32))
     assert float(y) == 6.0
+
+
+# Every thread along x stores its own partial of a reduction shared along x, uncombined, to one element.
+RACY = """func.func @f(%x: f32[4,64]) -> f32[4] {
+  %y = tile.buffer f32[4]
+  tile.kernel @k grid(4) block(32) {
+    tile.for %a0 in 0..4 by blockIdx.x {
+      %p = tile.reduce %r in 0..64 by threadIdx.x add(0.0) -> f32 {
+        %v = tile.load %x[%a0, %r]
+        tile.yield %v
+      }
+      tile.store %y[%a0] = %p
+    }
+  }
+  func.return %y
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["", "kernel(tile-blockify{threads=16})", "tile-to-kernel", "kernel(tile-blockify{threads=16}),tile-to-kernel"],
+)
+def test_a_store_threads_disagree_on_is_reported_by_the_interpreter_and_the_simulator(pipeline):
+    m = parse_module(RACY, "racy.ir")
+    run_pipeline(m, pipeline)
+    with pytest.raises(IRForgeError) as e:
+        interpret(m, [np.arange(256, dtype=np.float32).reshape(4, 64)])
+    text = e.value.render()
+    assert text.startswith("racy.ir:9:7: error: ")  # at the store, before and after lowering
+    assert "threadIdx.x" in text and "single-writer rule" in text and "combine them first" in text
+
+
+def test_combined_partials_agree_and_store_once():
+    combined = RACY.replace(
+        "      tile.store %y[%a0] = %p",
+        "      %s = tile.combine add(%p) over threadIdx.x : f32\n      tile.store %y[%a0] = %s",
+    )
+    x = np.arange(256, dtype=np.float32).reshape(4, 64)
+    for pipeline in ("", "tile-to-kernel"):
+        m = parse_module(combined, "t.ir")
+        run_pipeline(m, pipeline)
+        (y,) = interpret(m, [x])
+        np.testing.assert_allclose(y, x.sum(axis=1))
 
 
 def test_loads_past_the_staged_box_are_reported():

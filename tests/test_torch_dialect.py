@@ -53,16 +53,17 @@ def test_any_aten_call_round_trips(name, args, kwargs, nresults):
     module = ModuleOp()
     module.body.append(func)
     text = print_module(module)
-    again = parse_module(text)
+    again = parse_module(text, verify=False)  # the syntax of any call; whether ATen takes it is the verifier's
     assert print_module(again) == text
     assert structurally_equal(again, module)
-    assert structurally_equal(parse_module(print_module(module, generic=True)), module)
+    assert structurally_equal(parse_module(print_module(module, generic=True), verify=False), module)
 
 
 def test_call_args_put_operands_in_place():
     m = parse_module(
         "func.func @f(%a: f32[2], %b: f32[2]) -> f32[4] {\n"
-        "  %c = torch.aten.cat([%a, %b], 0, flag = %a) : f32[4]\n  func.return %c\n}\n"
+        "  %c = torch.aten.cat([%a, %b], 0, flag = %a) : f32[4]\n  func.return %c\n}\n",
+        verify=False,  # `flag` is no argument of aten.cat: this is about where operands go, not what ATen takes
     )
     op = m.body.ops[0].body.ops[0]
     a, b = m.body.ops[0].body.args
@@ -79,3 +80,69 @@ def test_results_must_be_tensors():
             '  %c = "torch.aten.sum"(%a) {args = [unit]} : (f32[2]) -> f32\n'
             "  func.return\n}\n"
         )
+
+
+# ---- the verifier holds each call to ATen's rules (the installed PyTorch's schemas and meta functions) ----------
+def _call(line: str, args: str = "%x: f32[4,64]") -> str:
+    return f"func.func @f({args}) {{\n  {line}\n  func.return\n}}\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "args", "message"),
+    [
+        ("%y = torch.aten.mul.Tensor(%x, 2) : f16[4,64]", None, "declares f16[4,64], but ATen gives f32[4,64]"),
+        ("%y = torch.aten.mul.Tensor(%x, 2) : f32[64,4]", None, "declares f32[64,4], but ATen gives f32[4,64]"),
+        ("%y = torch.aten.mul.Tensor(%x, 2.5) : i64[4,64]", "%x: i64[4,64]", "but ATen gives f32[4,64]"),
+        ("%y = torch.aten.add.Tensor(%x, %z) : f32[4,64]", "%x: f32[4,64], %z: f32[3]", "is not a valid ATen call"),
+        ("%y = torch.aten.sum.dim_IntList(%x, [5]) : f32[4]", None, "is not a valid ATen call"),
+        ("%y = torch.aten.softmax.int(%x, -1) : i64[4,64]", "%x: i64[4,64]", "has no ATen kernel for these dtypes"),
+        ("%y = torch.aten.where.self(%c, %x, 0.0) : f32[4,64]", "%c: bool[4,64], %x: f32[4,64]", "argument 'other'"),
+        ("%y = torch.aten.exp(%x, 1) : f32[4,64]", None, "is not a valid ATen call"),
+        ("%y = torch.aten.exp(bogus = 1) : f32[4,64]", None, "is not a valid ATen call"),
+        ("%y = torch.aten.exp(%s) : f32[4,64]", "%s: f32", "operand #0 is f32; ATen ops take tensors"),
+        ("%y = torch.aten.no_such_op(%x) : f32[4,64]", None, "is not an ATen op PyTorch"),
+        ("%y = torch.aten.exp.NoSuchOverload(%x) : f32[4,64]", None, "is not an ATen op PyTorch"),
+        ("%v, %i = torch.aten.max.dim(%x, 1) : (f32[4], f32[4])", None, "declares (f32[4], f32[4]), but ATen gives"),
+        ("%y = torch.aten.nonzero(%x) : i64[4,2]", None, "depends on the data"),
+    ],
+    ids=[
+        "dtype",
+        "shape",
+        "promotion",
+        "broadcast",
+        "dim-out-of-range",
+        "no-kernel-for-dtype",
+        "float-for-tensor",
+        "too-many-arguments",
+        "unknown-keyword",
+        "scalar-operand",
+        "unknown-op",
+        "unknown-overload",
+        "second-result",
+        "data-dependent",
+    ],
+)
+def test_verifier_refuses_what_aten_refuses(line, args, message):
+    text = _call(line, args or "%x: f32[4,64]")
+    with pytest.raises(IRForgeError) as info:
+        parse_module(text, "t.ir")
+    assert message in str(info.value)
+    loc = info.value.loc
+    assert (loc.file, loc.line, loc.col) == ("t.ir", 2, 3)  # at the op
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "%y = torch.aten.mul.Tensor(%x, 2) : f32[4,64]",
+        "%y = torch.aten.softmax.int(%x, -1, f16) : f16[4,64]",
+        "%y = torch.aten.sum.dim_IntList(%x, [1], true) : f32[4,1]",
+        "%v, %i = torch.aten.max.dim(%x, 1) : (f32[4], i64[4])",
+        "%y = torch.aten.scaled_dot_product_attention(%x, %x, %x, none, 0.0, false, scale = 0.5) : f32[4,64]",
+        "%y = torch.aten.where.ScalarOther(%x, %x, 0.0) : f32[4,64]",
+        "%y = torch.aten.cat([%x, %x], 0) : f32[8,64]",
+        "%y = torch.aten.view(%x, [256]) : f32[256]",
+    ],
+)
+def test_verifier_accepts_what_aten_accepts(line):
+    parse_module(_call(line.replace("where.ScalarOther(%x", "where.ScalarOther(%c"), "%c: bool[4,64], %x: f32[4,64]"))

@@ -13,7 +13,6 @@ import loopgen
 import numpy as np
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp
 from irforge.diagnostics import IRForgeError
@@ -21,6 +20,7 @@ from irforge.pass_manager import run_pipeline
 from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
+from irforge.testing import strategies
 
 # The passes that schedule a contraction, in the pipeline's order, with option values under which they act on the
 # small contractions of the tests (tiles dividing outputs of 8 x 8 upwards; the defaults tile only larger ones).
@@ -55,8 +55,13 @@ SCHEDULE_OPTIONS = {
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
     "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
+    "tile-tma": ["", "{stages=all}"],
     "tile-async-copy": [""],
     "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
+    "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
+    "tile-pad-smem": ["", "{pad=4}"],
+    "tile-rasterize": ["", "{rows=2}"],
+    "tile-unroll": ["", "{max-ops=256}"],
 }
 
 
@@ -64,8 +69,8 @@ SCHEDULE_OPTIONS = {
 def loop_programs(draw):
     module = draw(
         st.one_of(
-            loopgen.programs(),
-            tensor_programs(max_ops=5),
+            strategies.loop_programs(),
+            strategies.tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
             loopgen.contraction_programs(),
@@ -96,19 +101,20 @@ def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
 
 
 @st.composite
-def preceding(draw, name: str, options=SCHEDULE_OPTIONS, keep: int = 4):
-    """The passes of `options` before `name` in the pipeline's order, each with probability keep / (keep + 1), with
-    option values from `options`: what `name` usually finds done."""
+def in_order(draw, options=SCHEDULE_OPTIONS, before: str | None = None, keep: int = 4):
+    """Passes of `options` in the pipeline's order (those before the pass `before` only, when given), each with
+    probability keep / (keep + 1), with option values from `options`: what a pass usually finds done."""
     order = list(SCHEDULE_OPTIONS)
-    before = [p for p in order[: order.index(name)] if p in options]
-    chosen = [p for p in before if draw(st.integers(0, keep))]
+    end = order.index(before) if before else len(order)
+    chosen = [p for p in order[:end] if p in options and draw(st.integers(0, keep))]
     return [p + draw(st.sampled_from(options[p])) for p in chosen]
 
 
 def schedule(module, passes: list[str]) -> str | None:
     """Run map-to-tile then `passes` on `module` (in place). None when all ran; otherwise the refusal message of the
-    pass whose check refused."""
-    run_pipeline(module, "map-to-tile")
+    pass whose check refused. As in loop-to-tile, loop-dce goes first: loops that never run (extent 0) have no
+    place at the tile level."""
+    run_pipeline(module, "loop-dce,map-to-tile")
     for text in passes:
         refused = schedule_step(module, text)
         if refused is not None:

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import new_plugin
+from .driver import write_output
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
 
@@ -67,7 +69,11 @@ def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
 def _compile_arguments(p: argparse.ArgumentParser) -> None:
     from irforge.dialect import LEVELS
 
-    _source_arguments(p, "a Python file defining `model` and `example_inputs`")
+    _source_arguments(
+        p,
+        "a Python file defining `model` and `example_inputs`; or a MODEL: a built-in (tinyllama-1.1b, qwen2.5-7b,"
+        " smollm2-135m), an HF model directory or config.json",
+    )
     p.add_argument("--ir", default=None, choices=LEVELS, help="the level to stop at and print (default: tensor)")
     _pipeline_arguments(p)
     p.add_argument("-o", dest="output", default="-", metavar="FILE", help="write the IR to FILE (default: stdout)")
@@ -79,9 +85,20 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
         help="-v: each pass as it runs and its remarks (what it decided, why); -vv: its diff too",
     )
     p.add_argument("--check", action="store_true", help="run the level's reference interpreter, compare with eager")
+    p.add_argument(
+        "--bisect-numerics",
+        action="store_true",
+        help="after every pass, run the IR's reference interpreter on the program's inputs and name the first pass "
+        "whose answer differs from eager",
+    )
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
     add_instrumentation_arguments(p)
+    g = p.add_argument_group("models (when compiling a MODEL: its prefill and decode step)")
+    g.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    g.add_argument("--batch", type=int, default=1, help="sequences per batch (default: 1)")
+    g.add_argument("--prompt-len", type=int, default=32, help="tokens of the prefill (default: 32)")
+    g.add_argument("--max-len", type=int, default=None, help="tokens the KV cache holds (default: 2x the prompt)")
 
 
 def _program(args):
@@ -145,6 +162,41 @@ def _hooks(args, err, timer) -> list:
     return hooks + instrumentations(args, err, timer)
 
 
+def _is_model(args) -> bool:
+    f = args.file
+    if f is None or f.endswith((".py", ".ir", ".mlir")):
+        return False  # decided without importing irforge.models (and transformers)
+    from irforge.models.configs import BUILTIN
+
+    return f in BUILTIN or os.path.isdir(f) or f.endswith(".json")
+
+
+def _compile_model_run(args, out, err) -> int:
+    from irforge.diagnostics import error
+    from irforge.models import compile_model, describe
+    from irforge.pass_manager import Timer
+
+    if args.check or args.pass_pipeline is not None or args.after or args.before:
+        raise error("a MODEL compiles with the default lowering; --check and the pipeline flags are for programs")
+    model = compile_model(
+        args.file,
+        dtype=args.dtype,
+        batch=args.batch,
+        prompt_len=args.prompt_len,
+        max_len=args.max_len,
+        level=args.ir or "tensor",
+        instrumentations=_hooks(args, err, Timer()),
+    )
+    text = describe(model, generic=args.generic, debuginfo=args.print_debuginfo)
+    if args.output == "-":
+        out.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    err.write(model.summary() + "\n")
+    return 0
+
+
 def _compile_run(args, out, err) -> int:
     from irforge.compiler import compile_program
     from irforge.diagnostics import error
@@ -152,24 +204,22 @@ def _compile_run(args, out, err) -> int:
     from irforge.pass_manager import Timer
     from irforge.printer import print_module
 
+    if _is_model(args):
+        return _compile_model_run(args, out, err)
     if args.ir is not None and args.pass_pipeline is not None:
         raise error("--ir stops the default lowering at a level; --pass-pipeline replaces it: use one")
     options = _lowering_options(args, args.ir or "tensor")
     timer = Timer()
     tp = _program(args)
     try:
-        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), **options)
+        prog = compile_program(tp, instrumentations=_hooks(args, err, timer), bisect=args.bisect_numerics, **options)
     finally:
         if args.timing:
             err.write(timing_report(timer))
     if args.check and prog.level == "cuda":
         raise error("--check runs the level's reference interpreter, and the cuda level has none: use `irforge run`")
     text = print_module(prog.module, generic=args.generic, debuginfo=args.print_debuginfo)
-    if args.output == "-":
-        out.write(text)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    write_output(args.output, text, out)
     if not args.check:
         return 0
     from irforge.testing import output_types
@@ -261,6 +311,36 @@ def _bench_run(args, out, err) -> int:
     return run(args, out, err)
 
 
+# ---- generate ----------------------------------------------------------------------------------------------------
+def _generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "model", help="a built-in (tinyllama-1.1b, qwen2.5-7b, smollm2-135m), an HF model dir or config.json"
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="the prompt, as text (needs the model directory's tokenizer.json)")
+    src.add_argument("--ids", help="the prompt as token ids: 1,2,3")
+    p.add_argument("-n", dest="tokens", type=int, default=32, help="tokens to generate per sequence (default: 32)")
+    p.add_argument("--batch", type=int, default=1, help="sequences, each the prompt (default: 1)")
+    p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    p.add_argument(
+        "--weights",
+        help="a safetensors directory or a .gguf file (default: the model directory's safetensors, else random)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of random weights (default: 0)")
+    p.add_argument("--no-compare", action="store_true", help="skip HF eager and torch.compile")
+
+
+def _generate_run(args, out, err) -> int:
+    from irforge.runtime import has_gpu
+
+    if not has_gpu():
+        err.write("irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n")
+        return 1
+    from irforge.models.cli import generate
+
+    return generate(args, out, err)
+
+
 # ---- tune ------------------------------------------------------------------------------------------------------
 def _tune_arguments(p: argparse.ArgumentParser) -> None:
     from irforge.tune.command import add_arguments
@@ -288,6 +368,18 @@ COMMANDS = {
             _bench_run,
         ),
         Command(
+            "generate",
+            "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
+            _generate_arguments,
+            _generate_run,
+        ),
+        Command(
+            "new-plugin",
+            "write a plugin with one pass, its lit test and its numeric test (they pass as written)",
+            new_plugin.add_arguments,
+            new_plugin.run,
+        ),
+        Command(
             "tune",
             "search each kernel's schedule (the tile passes' options) on the GPU; compile replays the winners",
             _tune_arguments,
@@ -310,24 +402,12 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None, *, stdout=None, stderr=None) -> int:
+    from .driver import guarded
+
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _arg_parser().parse_args(argv)
-
-    from irforge.diagnostics import IRForgeError
-
-    try:
-        return COMMANDS[args.command].run(args, stdout, stderr)
-    except IRForgeError as e:
-        stderr.write(e.render() + "\n")
-        return 1
-    except OSError as e:
-        stderr.write(f"irforge: error: {e.strerror}: {e.filename}\n")
-        return 1
-    except Exception as e:  # a bug in irforge, not the user's mistake: say so, keep the traceback on request
-        if os.environ.get("IRFORGE_TRACEBACK"):
-            raise
-        stderr.write(f"irforge: internal error: {type(e).__name__}: {e} (set IRFORGE_TRACEBACK=1 for the traceback)\n")
-        return 1
+    return guarded("irforge", argv, lambda: COMMANDS[args.command].run(args, stdout, stderr), stderr)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ class ArgumentParser(argparse.ArgumentParser):
                     hints.append(f"'{arg}': did you mean '{close[0]}'?")
             if hints:
                 message += " (" + "; ".join(hints) + ")"
-        super().error(message)
+        self.print_usage(sys.stderr)  # argparse's own exit code is 2, which irforge keeps for internal errors
+        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 def add_instrumentation_arguments(p: argparse.ArgumentParser) -> None:
@@ -120,6 +121,5 @@ def instrumentations(args, stream, timer, *, tree_dir: str | None = None) -> lis
         hooks.append(ins.IRTreeDir(tree_dir, generic=args.generic, debuginfo=args.print_debuginfo))
     if args.timing:
         hooks.append(ins.Timing(timer))
-    if args.crash_reproducer:
-        hooks.append(ins.Reproducer(args.crash_reproducer, stream=stream))
+    hooks.append(ins.Reproducer(args.crash_reproducer, stream=stream))  # without a path: for internal errors only
     return hooks

@@ -45,39 +45,35 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--allow-unregistered-dialect", action="store_true", help="accept ops no dialect defines")
     add_instrumentation_arguments(ap)
     ap.add_argument("--run-reproducer", action="store_true", help="take the pipeline from the reproducer header")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument(
+        "--check-numerics",
+        action="store_true",
+        help="run the reference interpreters before and after the pipeline on random inputs; report a difference",
+    )
+    g.add_argument(
+        "--bisect-numerics",
+        action="store_true",
+        help="as --check-numerics after every pass: name the first that differs",
+    )
     return ap
 
 
 def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
+    from .driver import guarded
+
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _arg_parser().parse_args(argv)
-
-    from irforge.diagnostics import IRForgeError
-
-    try:
-        return _run(args, stdin, stdout, stderr)
-    except IRForgeError as e:
-        stderr.write(e.render() + "\n")
-        return 1
-    except OSError as e:
-        stderr.write(f"irforge-opt: error: {e.strerror}: {e.filename}\n")
-        return 1
-    except RecursionError:
-        stderr.write("irforge-opt: error: IR nested too deeply (beyond Python's recursion limit)\n")
-        return 1
-    except Exception as e:  # a bug in irforge, not the user's mistake: one line, the traceback on request
-        if os.environ.get("IRFORGE_TRACEBACK"):
-            raise
-        stderr.write(
-            f"irforge-opt: internal error: {type(e).__name__}: {e} (IRFORGE_TRACEBACK=1 shows the traceback)\n"
-        )
-        return 2
+    return guarded("irforge-opt", argv, lambda: _run(args, stdin, stdout, stderr), stderr)
 
 
 def _run(args, stdin, stdout, stderr) -> int:
     from irforge.diagnostics import IRForgeError
     from irforge.parser import read_source
     from irforge.registry import registry
+
+    from .driver import write_output
 
     if args.list_passes:
         stdout.write(list_passes_text())
@@ -113,19 +109,15 @@ def _run(args, stdin, stdout, stderr) -> int:
         failed |= not ok
         if out is not None:
             outputs.append(out)
-    result = "// -----\n".join(outputs)
-    if args.output == "-":
-        stdout.write(result)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(result)
+    write_output(args.output, "// -----\n".join(outputs), stdout)
     return 1 if failed else 0
 
 
 def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
     """Parse, run and print one chunk. Returns (printed IR or None, success)."""
     from irforge import instrumentation as ins
-    from irforge.diagnostics import IRForgeError
+    from irforge.diagnostics import InternalError, IRForgeError
+    from irforge.instrumentation import write_reproducer
     from irforge.parser import parse_module
     from irforge.pass_manager import Timer
     from irforge.pipeline import build_pass_manager
@@ -155,6 +147,10 @@ def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
             tree_dir = os.path.join(tree_dir, f"chunk{k}")
         hooks = [] if args.no_verify_each else [ins.VerifyEach(timer)]
         hooks += instrumentations(args, stderr, timer, tree_dir=tree_dir)
+        if args.check_numerics or args.bisect_numerics:
+            from irforge.testing import NumericsCheck
+
+            hooks.append(NumericsCheck(bisect=args.bisect_numerics))
         pm.instrumentations = hooks
         pm.run(module)
         with timer.phase("print"):
@@ -163,6 +159,13 @@ def _process_chunk(args, pipeline, chunk, offset, name, k, n, stderr):
         if not args.verify_diagnostics:
             raise
         diags = e.diagnostics
+    except Exception as e:  # a bug in irforge: the chunk and the pipeline reproduce it
+        err = e if isinstance(e, InternalError) else InternalError("in irforge-opt", e)
+        if err.reproducer is None:
+            err.reproducer = write_reproducer(chunk, pipeline)
+        if err is e:
+            raise
+        raise err from e
     finally:
         if args.timing:
             stderr.write(ins.timing_report(timer))
@@ -240,9 +243,13 @@ def _reproducer_pipeline(text: str, name: str) -> str:
             f"not a reproducer: the first line must start with '{REPRODUCER_HEADER}'", FileLineColLoc(name, 1, 1)
         )
     try:
-        return json.loads(first[len(REPRODUCER_HEADER) :])
+        pipeline = json.loads(first[len(REPRODUCER_HEADER) :])
     except ValueError:
-        raise error("reproducer header: the pipeline is not a valid string", FileLineColLoc(name, 1, 1)) from None
+        pipeline = None
+    if not isinstance(pipeline, str):
+        loc = FileLineColLoc(name, 1, len(REPRODUCER_HEADER) + 1)
+        raise error("reproducer header: the pipeline is not a valid string (a JSON string is expected)", loc)
+    return pipeline
 
 
 def list_passes_text() -> str:

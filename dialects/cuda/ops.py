@@ -12,7 +12,8 @@ cuda.program @forward {
 }
 
 A program's buffers are its inputs (bound per call, by position), its parameters (model weights, by name: bound
-once), and the allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
+once), its state (by name: memory the runtime keeps across calls, which kernels update in place), and the
+allocations (intermediates and outputs), which the runtime makes once and reuses for every call.
 """
 
 from __future__ import annotations
@@ -135,6 +136,13 @@ class ParamOp(ParamBase, _HostOp):
     name = "cuda.param"
 
 
+class StateOp(ParamBase, _HostOp):
+    """State, by name: memory the runtime keeps across calls (and shares between the programs that name it),
+    read and updated in place by the kernels (a KV cache)."""
+
+    name = "cuda.state"
+
+
 class AllocOp(AllocBase, _HostOp):
     """A device buffer allocated once and reused by every call (an intermediate or an output)."""
 
@@ -198,4 +206,4 @@ class OutputOp(_HostOp):
             p.write(" ", p.values(self.operands))
 
 
-OPS = (CudaKernelOp, ProgramOp, InputOp, ParamOp, AllocOp, ViewOp, LaunchOp, OutputOp)
+OPS = (CudaKernelOp, ProgramOp, InputOp, ParamOp, StateOp, AllocOp, ViewOp, LaunchOp, OutputOp)

@@ -43,6 +43,10 @@ class CudaSyntax:
         sym, t = c
         return OpAST("cuda.param", attrs={"sym": sym}, result_types=[t])
 
+    def cuda_state(self, c):
+        sym, t = c
+        return OpAST("cuda.state", attrs={"sym": sym}, result_types=[t])
+
     def cuda_alloc(self, c):
         attrs, t = c
         return OpAST("cuda.alloc", attrs=dict(attrs or {}), result_types=[t])

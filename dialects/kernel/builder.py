@@ -181,8 +181,9 @@ class KernelBuilder:
             yield _Loop(op, self)
 
     @contextmanager
-    def if_(self, cond: Value, result_types=()):
-        op = K.IfOp([cond], list(result_types), {}, [Region([Block()]), Region([Block()])], self.loc)
+    def if_(self, cond: Value, result_types=(), single_writer=()):
+        attrs = {"single_writer": tuple(single_writer)} if single_writer else {}
+        op = K.IfOp([cond], list(result_types), attrs, [Region([Block()]), Region([Block()])], self.loc)
         self.block.append(op)
         yield _If(op, self)
 

@@ -30,11 +30,13 @@ from .types import (
     SmemType,
     TensorMapType,
     element_type,
+    tma_swizzle,
     with_element_type,
 )
 
 AXES = ("x", "y", "z")
 _UNIT_T = type(UNIT)
+LAUNCH_AXES = tuple(f"{k}Idx.{d}" for k in ("thread", "block") for d in "xyz")
 
 
 # ---- index expressions over SSA values -------------------------------------------------------------------------
@@ -439,12 +441,13 @@ def _value_type_ok(t) -> bool:
 
 
 class ConstOp(KernelOp):
-    """A constant: a scalar, or a register tile or fragment with every element equal to it."""
+    """A constant: a scalar, or a register tile or fragment with every element equal to it, or a register tile
+    with each element given (`kernel.const [0, 1, 64, 65] : index[2,2]`, row-major: a tile of lane offsets)."""
 
     name = "kernel.const"
     operand_names = ()
     result_names = ("result",)
-    attribute_types = {"value": (int, float, bool)}
+    attribute_types = {"value": (int, float, bool, tuple)}
     num_regions = 0
     traits = frozenset({"pure"})
 
@@ -453,8 +456,12 @@ class ConstOp(KernelOp):
         if not _value_type_ok(t):
             raise self.error(f"result must be a scalar, register tile or fragment, got {t}")
         v, et = self.attributes["value"], element_type(t)
-        if isinstance(v, bool) != (et.name == "bool") or (isinstance(v, float) and not et.is_float):
-            raise self.error(f"value {p_attr(v)} does not fit type {et}")
+        if isinstance(v, tuple):
+            if not isinstance(t, TensorType) or len(v) != t.numel:
+                raise self.error(f"{len(v)} values for {t}: a tile constant gives one per element")
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, bool) != (et.name == "bool") or (isinstance(x, float) and not et.is_float):
+                raise self.error(f"value {p_attr(x)} does not fit type {et}")
 
     def print_custom(self, p):
         p.write("kernel.const ", p.attr(self.attributes["value"]), " : ", p.type(self.result.type))
@@ -830,16 +837,24 @@ class ForOp(IndexedOp):
 
 
 class IfOp(KernelOp):
-    """`if (cond) { ... } else { ... }`; with results, both branches end in `kernel.yield`."""
+    """`if (cond) { ... } else { ... }`; with results, both branches end in `kernel.yield`.
+
+    `single_writer = ["threadIdx.x", ...]` marks the guard of the tile level's single-writer rule: the condition
+    picks one thread per group of threads that differ only along those axes, and its then-branch does what each of
+    them would do (store a value they share). The simulator checks that they agree on what the branch uses."""
 
     name = "kernel.if"
     operand_names = ("cond",)
+    optional_attributes = {"single_writer": tuple}
     num_regions = 2
     traits = frozenset({"single_block"})
 
     def verify_op(self):
         if self.cond.type != boolean:
             raise self.error(f"condition must be bool, got {self.cond.type}")
+        axes = self.attributes.get("single_writer", ())
+        if any(a not in LAUNCH_AXES for a in axes) or len(set(axes)) != len(axes):
+            raise self.error(f"single_writer names launch axes ({', '.join(LAUNCH_AXES)}), each once; got {list(axes)}")
         types = tuple(r.type for r in self.results)
         _check_yield(self, self.regions[0].block, types, "then branch")
         _check_yield(self, self.regions[1].block, types, "else branch")
@@ -905,6 +920,8 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
     ):
         raise op.error(f"strides {list(strides)} must give one non-negative element stride per dimension of the tile")
     if isinstance(value_type, TensorType):
+        if 0 in value_type.shape:
+            raise op.error(f"moves {value_type}, a register tile with no elements")
         width = op.attributes.get("vector")
         if width is not None:
             d = run_dim(value_type.shape, strides or default_strides(value_type.shape))
@@ -1217,7 +1234,8 @@ class MbarrierWaitOp(_MbarrierOp):
 class TmaLoadOp(IndexedOp):
     """`cp.async.bulk.tensor`: one thread asks the copy engine for the box of a tensor map at `coords` (element
     coordinates, outermost first); it lands in a shared-memory buffer (or the sub-buffer its leading indices pick,
-    whose shape is the box) and completes the transaction bytes on an mbarrier."""
+    whose shape is the box), swizzled as the tensor map says, and completes the transaction bytes on an
+    mbarrier."""
 
     name = "kernel.tma_load"
     operand_names = ("tmap", "dst", "bar", "*indices")
@@ -1238,8 +1256,10 @@ class TmaLoadOp(IndexedOp):
         k = len(self.exprs("dst_index"))
         if dst.dtype != tm.dtype or tuple(dst.shape[k:]) != tuple(tm.box):
             raise self.error(f"destination {dst} indexed by {k} must be a {tm.dtype} box of shape {list(tm.box)}")
-        if dst.swizzle:
-            raise self.error("swizzled TMA destinations are not supported yet")
+        want = tma_swizzle(tm.swizzle, tm.dtype) if tm.swizzle else ()
+        if tuple(dst.swizzle) != want:
+            what = f"swizzle({', '.join(map(str, want))})" if want else "no swizzle"
+            raise self.error(f"the tensor map writes its boxes with {what}, so the destination {dst} must have it")
 
     def print_custom(self, p):
         p.write("kernel.tma_load ", p.value(self.tmap), "[", self.fmt(p, "coords"), "] -> ", p.value(self.dst))

@@ -10,6 +10,7 @@ all follow the hardware's rules, and what the simulator can see going wrong is a
 - two threads writing one shared (or global) address with no barrier between them, a thread reading or
   overwriting what another touched since the last barrier, a read of shared memory nothing wrote, a read of an
   async copy's destination before its wait;
+- a single-writer guard (`kernel.if {single_writer = [...]}`) whose threads disagree on what it stores;
 - a barrier or a shuffle reached by part of a warp, warps waiting at different barriers, a deadlock;
 - out-of-bounds or misaligned vector accesses, reads of never-written global memory, outputs left unwritten.
 
@@ -117,11 +118,16 @@ def run(module: Operation, inputs=None, params=None, *, entry: str = "forward", 
     env: dict = {}
     for i, (a, x) in enumerate(zip(host.body.args, bind_inputs(host, inputs, seed))):
         env[a] = GlobalBuffer(a.type.dtype, a.type.numel, x, name=f"input #{i} (%{a.name_hint or i})")
+    ret = host.body.ops[-1]
+    state = {ret.operands[pos]: (name, arg) for name, arg, pos in host.state_pairs()}
     launches = 0
     for op in host.body.ops:
         if isinstance(op, K.ParamOp):
             t, sym = op.result.type, op.attributes["sym"].name
             env[op.result] = GlobalBuffer(t.dtype, t.numel, param_value(sym, t, params, seed), name=f"param @{sym}")
+        elif isinstance(op, K.AllocOp) and op.result in state:  # a state's buffer holds the state on entry
+            name, arg = state[op.result]
+            env[op.result] = GlobalBuffer(arg.type.dtype, arg.type.numel, env[arg].data, name=f"state '{name}'")
         elif isinstance(op, K.AllocOp):
             env[op.result] = GlobalBuffer(op.result.type.dtype, op.result.type.numel, name="%" + _hint(op.result))
         elif isinstance(op, K.ViewOp):
@@ -154,10 +160,11 @@ def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None
     for buf, t in zip(buffers, params):
         bound.append(TensorMapRef(buf, t) if isinstance(t, TensorMapType) else buf)
     gx, gy, gz = kernel.attributes["grid"]
+    agreement: dict = {}  # what the single-writer guards saw, across the launch's blocks
     for bz in range(gz):
         for by in range(gy):
             for bx in range(gx):
-                BlockSim(kernel, (bx, by, bz), bound, launch_id).run()
+                BlockSim(kernel, (bx, by, bz), bound, launch_id, agreement).run()
 
 
 # ---- one block -------------------------------------------------------------------------------------------------
@@ -173,8 +180,9 @@ class Warp:
 
 
 class BlockSim:
-    def __init__(self, kernel: K.KernelFuncOp, block_idx, args, launch_id: int):
+    def __init__(self, kernel: K.KernelFuncOp, block_idx, args, launch_id: int, agreement: dict):
         self.kernel = kernel
+        self.agreement = agreement
         self.block_idx = block_idx
         self.grid = kernel.attributes["grid"]
         self.bdim = kernel.attributes["block"]
@@ -452,7 +460,12 @@ def _index_op(sim, op, values, mask, w, env):
 
 
 def _const(sim, op, values, mask, w, env):
-    values[op.result] = _full(mask, op.result.type, op.attributes["value"])
+    v, t = op.attributes["value"], op.result.type
+    if isinstance(v, tuple):  # one value per element
+        tile = quantize(np.asarray(v).reshape(_per_thread(t)), element_type(t))
+        values[op.result] = np.broadcast_to(tile, (len(mask), *tile.shape)).copy()
+        return
+    values[op.result] = _full(mask, t, v)
 
 
 def _cast(sim, op, values, mask, w, env):
@@ -854,6 +867,8 @@ def _select(mask, new, old):
 
 
 def _if(sim, op, values, mask, w, env):
+    if "single_writer" in op.attributes:
+        _check_single_writer(sim, op, values, mask, w)
     cond = values[op.cond].astype(bool)
     outs = []
     for region, m in ((op.regions[0], mask & cond), (op.regions[1], mask & ~cond)):
@@ -867,6 +882,42 @@ def _if(sim, op, values, mask, w, env):
             outs.append([_full(mask, r.type, 0) for r in op.results])
     for i, r in enumerate(op.results):
         values[r] = _select(cond, outs[0][i], outs[1][i])
+
+
+def _check_single_writer(sim, op, values, mask, w) -> None:
+    """A `single_writer` guard does, in one thread, what every thread of its group (those that differ only along
+    the guard's axes) would do: the values its branch uses must agree across the group, or all but one are lost.
+    Each thread's n-th arrival is compared with the first arrival of its group's n-th, in any block."""
+    axes = op.attributes["single_writer"]
+    used = [v for v in _captured(op.regions[0]) if isinstance(values.get(v), np.ndarray)]
+    bx, by, _ = sim.bdim
+    for lane in np.flatnonzero(mask):
+        tid = int(w.lanes[lane])
+        coords = dict(zip(K.LAUNCH_AXES, (tid % bx, (tid // bx) % by, tid // (bx * by), *sim.block_idx)))
+        me = (op, tuple(coords.values()))
+        n = sim.agreement[me] = sim.agreement.get(me, -1) + 1
+        key = (op, n, tuple(0 if a in axes else coords[a] for a in K.LAUNCH_AXES))
+        mine = [np.asarray(values[v])[lane] for v in used]
+        first = sim.agreement.setdefault(key, (mine, tid, tuple(sim.block_idx)))
+        for v, a, b in zip(used, first[0], mine):
+            if not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                other = f"{sim._thread_name(first[1])} of block {first[2]}"
+                raise sim._error(
+                    op,
+                    f"stands for a store of every thread along {', '.join(axes)} (the single-writer rule), but they "
+                    f"disagree on %{_hint(v)} ({other} has {a}, this thread {b}): one thread's value is stored for "
+                    "all and the others' are lost (combine them first)",
+                    w,
+                    lane,
+                )
+
+
+def _captured(region) -> list:
+    """Values a region uses that are defined outside it, in first-use order."""
+    ops = [inner for o in region.block.ops for inner in o.walk()]
+    inside = {r for o in ops for r in o.results} | set(region.block.args)
+    inside |= {a for o in ops for reg in o.regions for b in reg.blocks for a in b.args}
+    return list(dict.fromkeys(v for o in ops for v in o.operands if v not in inside))
 
 
 def _barrier(sim, op, values, mask, w, env):
@@ -978,7 +1029,7 @@ def _tma_load(sim, op, values, mask, w, env):
             if not 0 <= p < size:
                 raise sim._error(op, f"destination index {pre} is outside {dst.type}", w, lane)
         base = sum(p * s for p, s in zip(pre, dst.type.strides[:k]))
-        a = base + np.arange(box.size)
+        a = _swizzle(base + np.arange(box.size), dst.type.swizzle)  # the copy engine writes swizzled rows
         if dst.pending[a].any():
             raise sim._error(op, "copies into shared memory another async copy is still filling", w, lane)
         dst.pending[a] = True

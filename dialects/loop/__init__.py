@@ -40,7 +40,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.types import ScalarType, TensorType, index
 
 from . import indexing
-from .indexing import kernel_of, loop_extents
+from .indexing import kernel_of
 
 
 def _is_int(v) -> bool:
@@ -96,6 +96,24 @@ class KernelOp(indexing.KernelBase):
         for op in self.walk():
             if isinstance(op, LoadOp) and op.buffer in written:
                 raise op.error("reads a buffer its own kernel writes; a kernel's loads must not see its stores")
+        self._verify_state(parent, written)
+
+    def _verify_state(self, func, written) -> None:
+        """A state's argument and its result buffer are one memory: once a kernel writes the result, the value on
+        entry is gone, so neither this kernel nor a later one may read the argument."""
+        ret = func.body.ops[-1] if func.body.ops else None
+        if ret is None or ret.name != "func.return":
+            return
+        for name, arg, pos in func.state_pairs():
+            if pos >= len(ret.operands) or ret.operands[pos] not in written:
+                continue
+            later = func.body.ops[func.body.ops.index(self) :]
+            for k in later:
+                for op in k.walk():
+                    if isinstance(op, LoadOp) and op.buffer is arg:
+                        raise op.error(
+                            f"reads state '{name}' on entry after kernel '@{self.sym_name}' updated it in place"
+                        )
 
     def print_custom(self, p):
         p.write("loop.kernel ", str(SymbolRef(self.sym_name)))
@@ -126,9 +144,11 @@ class BufferOp(Operation):
         writers, readers = [], []
         for user in self.result.users:
             k = kernel_of(user)
+            if k is None or k.parent is not self.parent:
+                continue  # a store or load outside a kernel, or a misplaced kernel: its own verifier says where
             if isinstance(user, StoreOp) and user.buffer is self.result and k not in writers:
                 writers.append(k)
-            elif isinstance(user, LoadOp) and k is not None:
+            elif isinstance(user, LoadOp):
                 readers.append((user, k))
         if len(writers) > 1:
             raise writers[1].error(
@@ -139,7 +159,7 @@ class BufferOp(Operation):
             block = self.parent
             at = block.ops.index(writers[0])
             for load, k in readers:
-                if k.parent is block and block.ops.index(k) < at:
+                if block.ops.index(k) < at:
                     raise load.error(f"reads a buffer before kernel '@{writers[0].sym_name}' writes it")
 
     def print_custom(self, p):
@@ -356,23 +376,13 @@ class YieldOp(Operation):
 
 
 # ---- memory and indices ----------------------------------------------------------------------------------------
-class AccessOp(indexing.SubscriptOp):
-    """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
-
-    def kernel(self):
-        return kernel_of(self)
-
-    def extents(self) -> dict:
-        return loop_extents(self)
-
-
-class LoadOp(indexing.LoadValueOp, AccessOp):
+class LoadOp(indexing.LoadValueOp):
     """Read one element of a buffer."""
 
     name = "loop.load"
 
 
-class StoreOp(indexing.StoreValueOp, AccessOp):
+class StoreOp(indexing.StoreValueOp):
     """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
 
     name = "loop.store"

@@ -7,7 +7,9 @@ with its monoid. Loops whose iteration space would exceed `MAX_ELEMENTS` run in 
 chunks' partial carriers with its monoid's combine), so memory stays bounded on large shapes.
 
 Buffers are numpy arrays (bf16 held in float32, rounded by `scalar_ops.quantize`). Fresh `loop.buffer`s start as
-NaN (floats), so a kernel that reads an element no one wrote shows up in the results instead of passing silently.
+NaN (floats), so a kernel that reads an element no one wrote shows up in the results instead of passing silently;
+the buffer a function returns as a state starts as the state's value on entry (its argument), as the runtime,
+which keeps both in one place, sees it.
 """
 
 from __future__ import annotations
@@ -33,10 +35,14 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
     func = entry_function(module, entry)
     bounds = gather_index_bounds(func)
     buffers: dict[Value, np.ndarray] = dict(zip(func.body.args, bind_inputs(func, inputs, seed, bounds)))
+    ret = func.body.ops[-1]
+    state = {ret.operands[pos]: buffers[arg] for _, arg, pos in func.state_pairs()}  # result buffer -> entry value
     for op in func.body.ops:
         if isinstance(op, ParamOp):
             t = op.result.type
             buffers[op.result] = param_value(op.attributes["sym"].name, t, params, seed, bounds.get(op.result))
+        elif isinstance(op, BufferOp) and op.result in state:  # a state's buffer: it holds the state on entry
+            buffers[op.result] = state[op.result].copy()
         elif isinstance(op, BufferOp):
             t = op.result.type
             fill = np.nan if t.dtype.is_float else 0

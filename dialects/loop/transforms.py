@@ -16,16 +16,16 @@ from irforge.index_expr import Const
 from irforge.ir import Operation, OpResult, Value
 from irforge.location import fuse
 
+from ..scalar import ConstOp
 from . import (
-    AccessOp,
     ForOp,
     IndexOp,
     KernelOp,
     LoadOp,
     LoopOp,
+    ReduceOp,
     StoreOp,
     indexing,
-    loop_extents,
 )
 
 
@@ -55,7 +55,7 @@ def fold_index_ops(root: Operation) -> bool:
     """Substitute `loop.index` results into the subscripts (and index ops) that use them; erase unused ones."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (AccessOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
+        if isinstance(op, (indexing.SubscriptOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
             _rewrite_subscripts(op, lambda e, op=op: indexing.substitute(e, _index_defs(op)))
             changed = True
     for op in list(root.walk(post_order=True)):
@@ -72,8 +72,8 @@ def simplify_subscripts(root: Operation) -> bool:
     """Fold what the loop extents decide in every subscript (`(a*8 + b) floordiv 8 -> a` for b < 8, ...)."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (AccessOp, IndexOp)):
-            extents = loop_extents(op)
+        if isinstance(op, (indexing.SubscriptOp, IndexOp)):
+            extents = indexing.loop_extents(op)
             changed |= _rewrite_subscripts(op, lambda e, x=extents: indexing.simplify(e, x))
     return changed
 
@@ -210,16 +210,28 @@ def eliminate_common(root: Operation, only: type | None = None) -> bool:
 
 # ---- dead code -------------------------------------------------------------------------------------------------
 def eliminate_dead(root: Operation) -> bool:
-    """Erase pure ops (reductions included) whose results are unused, and free loops left with empty bodies."""
+    """Erase pure ops (reductions included) whose results are unused, free loops left with empty bodies, and loops
+    that never run (extent 0): a free one with its body, a reduction replaced by its carriers' init values."""
     changed = False
 
     def sweep(block):
         nonlocal changed
         for op in reversed(list(block.ops)):  # users before the values they use
+            if isinstance(op, ReduceOp) and op.extent == 0:
+                inits = [v for _, init, _ in op.carriers for v in init]
+                for r, v in zip(op.results, inits):
+                    const = ConstOp.build(v, r.type, op.loc)
+                    op.parent.insert_before(op, const)
+                    r.replace_all_uses_with(const.result)
             for region in op.regions:
                 for b in region.blocks:
                     sweep(b)
-            if (hoistable(op) and not any(r.uses for r in op.results)) or (isinstance(op, ForOp) and not op.body.ops):
+            empty = isinstance(op, (ForOp, ReduceOp)) and op.extent == 0
+            if (
+                empty
+                or (hoistable(op) and not any(r.uses for r in op.results))
+                or (isinstance(op, ForOp) and not op.body.ops)
+            ):
                 op.erase()
                 changed = True
 
@@ -263,6 +275,20 @@ def writer(buffer: Value) -> KernelOp | None:
         if isinstance(op, StoreOp) and op.buffer is buffer:
             return next(a for a in self_and_ancestors(op) if isinstance(a, KernelOp))
     return None
+
+
+def updated_states(func: FuncOp, upto: KernelOp) -> set:
+    """State arguments whose value on entry is gone once kernel `upto` has run: a kernel at or before it wrote the
+    state's result buffer (the same memory). Fusion must not move a load of one to or past that point."""
+    ret = func.body.ops[-1]
+    ks = kernels(func)
+    at = ks.index(upto)
+    gone = set()
+    for _, arg, pos in func.state_pairs():
+        w = writer(ret.operands[pos])
+        if w is not None and w in ks and ks.index(w) <= at:
+            gone.add(arg)
+    return gone
 
 
 def reader_kernels(buffer: Value) -> list[KernelOp]:

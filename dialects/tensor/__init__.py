@@ -251,6 +251,38 @@ class GatherOp(Operation):
         p.write(" : ", p.type(self.result.type))
 
 
+class ScatterOp(Operation):
+    """`result = base` with slices of `updates` written along `axis` at the positions `indices` holds:
+    `result[..., indices[k], ...] = updates[..., k, ...]` (index_copy). The inverse of a one-axis gather."""
+
+    name = "tensor.scatter"
+    operand_names = ("base", "indices", "updates")
+    result_names = ("result",)
+    attribute_types = {"axis": int}
+    num_regions = 0
+    traits = frozenset({"pure"})
+
+    def verify_(self):
+        t = _tensor_result(self)
+        bt, xt, ut = self.base.type, self.indices.type, self.updates.type
+        axis = self.attributes["axis"]
+        if bt != t:
+            raise self.error(f"scatters into {bt} but gives {t}: the base and the result have one type")
+        if not isinstance(xt, TensorType) or not xt.dtype.is_int or xt.rank != 1:
+            raise self.error(f"indices must be a 1-D integer tensor, not {xt}")
+        if not 0 <= axis < t.rank:
+            raise self.error(f"axis {axis} is not a dimension of {t}")
+        want = t.with_shape(t.shape[:axis] + xt.shape + t.shape[axis + 1 :])
+        if ut != want:
+            raise self.error(
+                f"writes {xt.shape[0]} slice(s) along axis {axis} of {t}, so updates must be {want}, not {ut}"
+            )
+
+    def print_custom(self, p):
+        p.write("tensor.scatter ", p.value(self.updates), " into ", p.value(self.base))
+        p.write(f" along {self.attributes['axis']} at ", p.value(self.indices), " : ", p.type(self.result.type))
+
+
 def _index_exprs(exprs) -> tuple:
     for e in exprs:
         for leaf in _leaves(e):
@@ -315,6 +347,11 @@ class TensorSyntax:
         m = _affine(exprs, t, self.loc_of(src))
         return OpAST("tensor.index_map", operands=[self.ref(src)], attrs={"map": m}, result_types=[t])
 
+    def tensor_scatter(self, c):
+        updates, base, axis, idx, t = c
+        operands = [self.ref(base), self.ref(idx), self.ref(updates)]
+        return OpAST("tensor.scatter", operands=operands, attrs={"axis": int(axis)}, result_types=[t])
+
     def tensor_gather_index(self, c):
         return ("index", c[0], [e for e in c[1:] if e is not None])
 
@@ -336,11 +373,11 @@ class TensorSyntax:
         return OpAST("tensor.gather", operands=[self.ref(src), self.ref(idx_tok)], attrs=attrs, result_types=[t])
 
 
-OPS = (ParamOp, ConstantOp, IotaOp, ElementwiseOp, ReduceOp, IndexMapOp, GatherOp)
+OPS = (ParamOp, ConstantOp, IotaOp, ElementwiseOp, ReduceOp, IndexMapOp, GatherOp, ScatterOp)
 
 dialect = Dialect(
     name="tensor",
-    summary="whole-tensor algebra: elementwise, reduce, index_map, gather, constants and params",
+    summary="whole-tensor algebra: elementwise, reduce, index_map, gather, scatter, constants and params",
     ops=OPS,
     level="tensor",
     grammar=grammar_file(__name__, "tensor.lark"),

@@ -22,23 +22,29 @@ from irforge.location import UNKNOWN, Location
 from irforge.scalar_ops import SCALAR_OPS
 from irforge.types import ScalarType, TensorType, boolean, f32, i64
 
-from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp
+from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp, ScatterOp
+
+
+class ShapeError(ValueError):
+    """Shapes the builder cannot combine (they do not broadcast): the caller's operands, not the builder's bug."""
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy's broadcast of shapes; raises ValueError when they do not broadcast."""
+    """numpy's broadcast of shapes; raises ShapeError when they do not broadcast."""
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):
         dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {1}
         if len(dims) > 1:
-            raise ValueError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
+            raise ShapeError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 
 
 def reshape_exprs(in_shape: Sequence[int], out_shape: Sequence[int]) -> list[IndexExpr]:
     """Input coordinates of a row-major reshape, as expressions of the output coordinates (simplified)."""
+    if 0 in in_shape:  # no elements, so no coordinates to compute (and no extent to divide by)
+        return [ix.Const(0)] * len(in_shape)
     flat: IndexExpr = ix.Const(0)
     stride = 1
     for k in reversed(range(len(out_shape))):
@@ -149,7 +155,7 @@ class TensorBuilder:
         if src == shape:
             return x
         if broadcast_shapes(src, shape) != shape:
-            raise ValueError(f"cannot broadcast {list(src)} to {list(shape)}")
+            raise ShapeError(f"cannot broadcast {list(src)} to {list(shape)}")
         lead = len(shape) - len(src)
         exprs = [ix.Const(0) if n == 1 else Dim(lead + i) for i, n in enumerate(src)]
         return self.index_map(x, shape, exprs)
@@ -180,6 +186,10 @@ class TensorBuilder:
             "index_map": ix.simplify_map(AffineMap(len(shape), tuple(map(ix.as_expr, index_exprs))), shape),
         }
         return self.insert(GatherOp([x, indices], [x.type.with_shape(shape)], attrs, loc=self.loc))
+
+    def scatter(self, base: Value, indices: Value, updates: Value, axis: int) -> Value:
+        """`base` with `updates[..., k, ...]` written at `base[..., indices[k], ...]` along `axis`."""
+        return self.insert(ScatterOp([base, indices, updates], [base.type], {"axis": axis}, loc=self.loc))
 
 
 def is_identity(m: AffineMap, shape: Sequence[int]) -> bool:

@@ -163,7 +163,8 @@ def _reduce(op, args):
 
 def _index_map(op, args):
     (x,) = args
-    return x[_index(op.attributes["map"].results, op.result.type.shape)]
+    shape = op.result.type.shape
+    return np.broadcast_to(x[_index(op.attributes["map"].results, shape)], shape)  # a 0-d input is read as is
 
 
 def _gather(op, args):
@@ -180,6 +181,18 @@ def _gather(op, args):
     return x[tuple(coords)]
 
 
+def _scatter(op, args):
+    base, idx, updates = args
+    axis = op.attributes["axis"]
+    n = base.shape[axis]
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        raise error(f"scatter index {int(idx[bad][0])} is out of range 0..{n - 1}", op.loc)
+    out = base.copy()
+    out[(slice(None),) * axis + (idx.astype(np.int64),)] = updates
+    return out
+
+
 _RUN = {
     "tensor.constant": _constant,
     "tensor.iota": _iota,
@@ -187,4 +200,5 @@ _RUN = {
     "tensor.reduce": _reduce,
     "tensor.index_map": _index_map,
     "tensor.gather": _gather,
+    "tensor.scatter": _scatter,
 }

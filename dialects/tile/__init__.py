@@ -48,7 +48,7 @@ from irforge.types import ScalarType, TensorType, index
 
 from ..launch import dims_text, launch_dims
 from ..loop import indexing
-from ..loop.indexing import enclosing_loops, kernel_of, loop_extents
+from ..loop.indexing import enclosing_loops, kernel_of
 from .layout import Layout
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -255,6 +255,8 @@ class LoopOp(indexing.LoopBase):
         extents = self.extents
         if any(not _is_int(e) or e < 0 for e in extents):
             raise self.error(f"has a negative or non-integer extent in {list(extents)}")
+        if 0 in extents:  # the schedule divides loops among threads: a loop that never runs has no place in it
+            raise self.error(f"never runs (an extent of 0 in {list(extents)}); loop-dce removes such loops first")
         args = self.body.args
         if len(args) != len(extents) or any(a.type != index for a in args):
             raise self.error(f"needs {len(extents)} block argument(s) of type index (the loop indices)")
@@ -492,13 +494,21 @@ class YieldOp(Operation):
         p.write("tile.yield ", p.values(self.operands))
 
 
+# How a combine over a block axis is materialized: `atomics` (each block adds its share of the stored values into
+# the output), `partials` (each block stores its partial carrier, a second kernel folds them). Without `via`,
+# atomics where they can, else partials.
+COMBINE_VIAS = ("atomics", "partials")
+
+
 class CombineOp(Operation):
     """The cross-thread combine of reduction carriers: the threads that differ only along the `over` axes fold
-    their carriers with each carrier's monoid, and every one of them gets the result. All of them must reach it."""
+    their carriers with each carrier's monoid, and every one of them gets the result. All of them must reach it.
+    Over a block axis (a reduction split across blocks), `via` says how it is materialized."""
 
     name = "tile.combine"
     operand_names = ("*values",)
     attribute_types = {"monoids": tuple, "widths": tuple, "over": tuple}
+    optional_attributes = {"via": str}
     num_regions = 0
     traits = frozenset({"pure"})
 
@@ -531,6 +541,9 @@ class CombineOp(Operation):
             raise self.error(f"combines over {', '.join(map(str, over))}; name distinct axes among {', '.join(AXES)}")
         if kernel_of(self) is None:
             raise self.error("must be inside a tile.kernel")
+        via = self.attributes.get("via")
+        if via is not None and (via not in COMBINE_VIAS or len(over) != 1 or over[0] not in BLOCK_AXES):
+            raise self.error(f"via {via!r}: a combine over one block axis goes via {' or '.join(COMBINE_VIAS)}")
         outer = bound_axes(self)
         for a in over:
             if a in outer:
@@ -542,7 +555,9 @@ class CombineOp(Operation):
     def print_custom(self, p):
         parts = [f"{m.name}({p.values(vals)})" for m, _, vals in self.carriers]
         p.write("tile.combine ", ", ".join(parts), " over ", ", ".join(self.over))
-        p.attr_dict(self.attributes, elide=("monoids", "widths", "over"))
+        if "via" in self.attributes:
+            p.write(f" via {self.attributes['via']}")
+        p.attr_dict(self.attributes, elide=("monoids", "widths", "over", "via"))
         p.write(" : ", p.types(r.type for r in self.results))
 
 
@@ -560,22 +575,12 @@ def _is_function_buffer(v: Value) -> bool:
     return owner.parent is not None and isinstance(owner.parent.parent, FuncOp)
 
 
-class _Indexed(indexing.SubscriptOp):
-    """Shared by loads, stores and stages: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
-
-    def kernel(self):
-        return kernel_of(self)
-
-    def extents(self) -> dict:
-        return loop_extents(self)
-
-
 # How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
 STAGE_ATTRIBUTES = {"ring": int, "copy": str, "prefetch": int, "pad": int, "swizzle": tuple}
 STAGE_COPIES = ("async", "tma")
 
 
-class StageOp(_Indexed):
+class StageOp(indexing.SubscriptOp):
     """Copy a box of a buffer (its shape is the result type's; its first element is at the subscript) into the
     block's shared memory: every thread of the block reaches it together (in a loop, on every trip); loads then
     read the copy.
@@ -606,15 +611,19 @@ class StageOp(_Indexed):
         return self.attributes.get("prefetch", 0)
 
     def copy_width(self) -> int:
-        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
-        allow it, else fewer."""
+        """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
+        copy (padded) and the box's start allow it, else fewer; no more than a unit of its swizzle."""
         from .vectors import expand
 
+        pad = self.attributes.get("pad", 0)
+        swizzle = self.attributes.get("swizzle", ())
         nbytes = self.result.type.dtype.bytes
         v = max(1, 16 // nbytes)
+        if swizzle:
+            v = min(v, 1 << swizzle[1])
         last = expand(self.index_exprs()[-1])
         box, shape = self.box, self.source.type.shape
-        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+        while v > 1 and (box[-1] % v or (box[-1] + pad) % v or shape[-1] % v or not indexing.multiple_of(last, v)):
             v //= 2
         return v
 
@@ -634,8 +643,8 @@ class StageOp(_Indexed):
         why = self.why_not_ring()
         if why:
             return why
-        if self.copy != "async":
-            return "is prefetched, which needs an asynchronous copy (async)"
+        if self.copy not in STAGE_COPIES:
+            return "is prefetched, which needs an asynchronous copy (async or tma)"
         loop = self.parent_op
         inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
         if any(v in inside for v in self.indices):
@@ -691,7 +700,7 @@ class StageOp(_Indexed):
         p.write(" : ", p.type(self.result.type))
 
 
-class LoadOp(indexing.LoadValueOp, _Indexed):
+class LoadOp(indexing.LoadValueOp):
     """Read one element of a buffer or of a staged box."""
 
     name = "tile.load"
@@ -702,7 +711,7 @@ class LoadOp(indexing.LoadValueOp, _Indexed):
         super().verify_()
 
 
-class StoreOp(indexing.StoreValueOp, _Indexed):
+class StoreOp(indexing.StoreValueOp):
     """Write one element of a buffer (never inside a reduction); once per point (see the module docstring)."""
 
     name = "tile.store"
@@ -859,13 +868,18 @@ class TileSyntax:
     def tile_yield(self, c):
         return OpAST("tile.yield", operands=c[0], result_types=[])
 
+    def tile_via(self, c):
+        return c[0]
+
     def tile_combined(self, c):
         return (str(c[0]), list(c[1]))
 
     def tile_combine(self, c):
-        *parts, over, types = c
+        *parts, over, via, types = c
         values = [v for _, vs in parts for v in vs]
         a = {"monoids": tuple(m for m, _ in parts), "widths": tuple(len(vs) for _, vs in parts), "over": over}
+        if via is not None:
+            a["via"] = str(via)
         return OpAST("tile.combine", operands=values, attrs=a, result_types=types)
 
     def tile_stage(self, c):

@@ -9,8 +9,9 @@ monoid's combine; a `tile.combine` folds the carriers of the threads that differ
 `tile.stage` copies a box of a buffer into each block's shared memory; a store happens in the one thread per point
 that the single-writer rule names (docs/dialects/tile.md).
 
-It reports, at the op: an element stored by two threads in one launch, a combine or a stage reached by part of
-the threads that must reach it together, a stage whose box differs across its block, loads and stores out of
+It reports, at the op: an element stored by two threads in one launch, a store whose value or place differs
+between threads the single-writer rule stores once for, a combine or a stage reached by part of the threads that
+must reach it together, a stage whose box differs across its block, loads and stores out of
 bounds (of the buffer, or of the staged box). Fresh `tile.buffer`s start as NaN (floats), so a result nobody
 wrote shows.
 """
@@ -280,6 +281,7 @@ class Launch:
 
     def store(self, op: StoreOp, env: dict, mask: np.ndarray) -> None:
         buf = self.buffers[op.buffer]
+        self._check_agreement(op, env, mask)
         sel = mask & self._single_writer(op).reshape((self.N,) + (1,) * (mask.ndim - 1))
         idx = self._subscripts(op, env, sel, buf.shape, "store")
         if not sel.any():
@@ -301,6 +303,50 @@ class Launch:
         writer[flat] = threads
         value = np.broadcast_to(np.asarray(self.get(env, op.value, mask)), mask.shape)[sel]
         buf.reshape(-1)[flat] = value
+
+    def _check_agreement(self, op: StoreOp, env: dict, mask: np.ndarray) -> None:
+        """The single-writer rule stores once for all threads that differ only along the launch axes no loop around
+        the store distributes: they must agree on what and where, or the values of all but one are lost."""
+        axes = [a for a in AXES if a not in bound_axes(op) and self.kernel.axis_size(a) > 1]
+        if not axes:
+            return
+        writer = self._writer_of(axes)
+        values = {v: self.get(env, v, mask) for v in op.indices}
+        parts = [("value", self.get(env, op.value, mask))]
+        parts += [(f"subscript {k}", e.evaluate(values)) for k, e in enumerate(op.index_exprs())]
+        for what, x in parts:
+            x = np.asarray(x)
+            if x.ndim == 0 or x.shape[0] == 1:
+                continue  # the same in every thread
+            mine, theirs = x, x[writer]
+            differ = ~(
+                (mine == theirs) | (np.isnan(mine) & np.isnan(theirs)) if mine.dtype.kind == "f" else mine == theirs
+            )
+            if differ.ndim > mask.ndim:  # a register tile: any of its elements
+                differ = differ.reshape((*differ.shape[: mask.ndim], -1)).any(axis=-1)
+            differ = np.broadcast_to(differ, mask.shape) & mask
+            if differ.any():
+                at = np.unravel_index(np.argmax(differ), mask.shape)
+                n, w = int(at[0]), int(writer[at[0]])
+                raise error(
+                    f"stores a {what} that differs between {self._thread(w)} and {self._thread(n)}, which differ only "
+                    f"along {', '.join(axes)}: no loop around the store distributes that, so one thread stores for "
+                    "all (the single-writer rule) and the others' values are lost (combine them first)",
+                    op.loc,
+                )
+
+    def _writer_of(self, axes) -> np.ndarray:
+        """For each thread, the thread with index 0 along `axes` and the same index along the others."""
+        hw = {a: (np.zeros_like(i) if a in axes else i) for a, i in self.hw.items()}
+        gx, gy, _ = self.grid
+        bx, by, _ = self.block
+        g = hw["blockIdx.x"] + gx * (hw["blockIdx.y"] + gy * hw["blockIdx.z"])
+        return g * self.T + hw["threadIdx.x"] + bx * (hw["threadIdx.y"] + by * hw["threadIdx.z"])
+
+    def _thread(self, n: int) -> str:
+        t = tuple(int(self.hw[f"threadIdx.{c}"][n]) for c in "xyz")
+        b = tuple(int(self.hw[f"blockIdx.{c}"][n]) for c in "xyz")
+        return f"thread {t} of block {b}"
 
     def _single_writer(self, op: StoreOp) -> np.ndarray:
         """The threads that carry out this store: index 0 along every launch axis no enclosing loop distributes."""

@@ -8,7 +8,8 @@
 Every `torch.aten.<op>[.<overload>]` is one op family (`AtenOp`), so any ATen op captures, prints and parses —
 whether or not a decomposition to the tensor dialect exists for it. Arguments are positional then keyword, as in
 the graph torch.export produced: tensors are operands, everything else (ints, floats, bools, strings, `none`,
-lists, dtypes such as `f16`) is an attribute. This module does not import torch.
+lists, dtypes such as `f16`) is an attribute. The verifier holds each call to ATen's own rules (`aten.py`, which
+imports torch; this module does not).
 """
 
 from __future__ import annotations
@@ -69,12 +70,18 @@ class AtenOp(Operation):
         return self.call_args()[1].get(name, default)
 
     def verify_(self):
+        from .aten import check_call  # imports torch: only torch-level IR pays for it
+
         slots = _count_slots(self.attributes["args"]) + _count_slots(tuple(self.attributes.get("kwargs", {}).values()))
         if slots != len(self.operands):
             raise self.error(f"has {len(self.operands)} operand(s) but its arguments have {slots} tensor place(s)")
         for r in self.results:
             if not isinstance(r.type, TensorType):
                 raise self.error(f"results must be tensors, not {r.type}")
+        aten = check_call(self)
+        declared = [r.type for r in self.results]
+        if declared != aten:
+            raise self.error(f"declares {_types(declared)}, but ATen gives {_types(aten)} for these arguments")
 
     def print_custom(self, p):
         args, kwargs = self.call_args()
@@ -91,6 +98,10 @@ _NOT_BARE = re.compile(r"(true|false|none|inf|nan|f64|f32|f16|bf16|i64|i32|i16|i
 
 def _key(k: str) -> str:
     return k if _BARE_KEY.match(k) and not _NOT_BARE.match(k) else json.dumps(k, ensure_ascii=False)
+
+
+def _types(ts) -> str:
+    return str(ts[0]) if len(ts) == 1 else "(" + ", ".join(map(str, ts)) + ")"
 
 
 def _count_slots(values) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from irforge.location import UNKNOWN, FileLineColLoc, Location
 from irforge.types import ScalarType, TensorType
 
 from . import AtenOp, ParamOp
+from .aten import DTYPES, quiet
 
 _A = torch.ops.aten
 
@@ -48,19 +48,6 @@ KEPT_WHOLE = (
     _A.pow.Tensor_Scalar,
     _A.roll.default,
 )
-
-DTYPES = {
-    torch.float64: "f64",
-    torch.float32: "f32",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.int64: "i64",
-    torch.int32: "i32",
-    torch.int16: "i16",
-    torch.int8: "i8",
-    torch.uint8: "u8",
-    torch.bool: "bool",
-}
 
 # Keyword arguments that say where or how a tensor is stored, never what it holds.
 _STORAGE_KWARGS = frozenset({"device", "layout", "pin_memory", "memory_format", "non_blocking"})
@@ -175,14 +162,15 @@ def _node_loc(node) -> Location:
 class Captured:
     module: ModuleOp
     params: dict[str, np.ndarray]
+    state: dict[str, np.ndarray]  # initial values of the state (buffers the program updates), by name
+    scopes: dict  # op -> path of the innermost module whose call produced it ("" for the top level)
 
 
 def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
     """`torch.export` with every node located, decomposed to core ATen except `KEPT_WHOLE`."""
     mode = _Locate()
     try:
-        with warnings.catch_warnings():  # PyTorch's deprecation notices are not the user's business here
-            warnings.simplefilter("ignore")
+        with quiet():  # a data-dependent shape, for one, prints the partial FX graph
             return _export(model, inputs, mode)
     except IRForgeError:
         raise
@@ -219,20 +207,26 @@ def _capture_error(e: Exception, failed_at) -> IRForgeError:
     return error(f"torch.export cannot capture '{func}': {first}", loc)
 
 
-def capture(model: torch.nn.Module, inputs: tuple, input_names: list[str], entry: str = "forward") -> Captured:
-    """Export `model` on `inputs` and translate the graph to a torch-dialect module."""
+def capture(
+    model: torch.nn.Module, inputs: tuple, input_names: list[str], entry: str = "forward", *, values: bool = True
+) -> Captured:
+    """Export `model` on `inputs` and translate the graph to a torch-dialect module. With `values=False` the
+    param store and initial state stay empty (a model on the meta device, whose weights come from elsewhere)."""
     ep = export(model, inputs)
-    return Translator(ep, input_names).run(entry)
+    return Translator(ep, input_names, values=values).run(entry)
 
 
 class Translator:
     """One exported graph to one `func.func`: placeholders become arguments or params, calls become ops."""
 
-    def __init__(self, ep: torch.export.ExportedProgram, input_names: list[str]):
+    def __init__(self, ep: torch.export.ExportedProgram, input_names: list[str], *, values: bool = True):
         self.ep = ep
+        self.keep_values = values
+        self.scopes: dict = {}  # op -> the path of the innermost module whose call produced it
         self.input_names = list(input_names)
         self.values: dict = {}  # fx node -> Value, or tuple of Values for multi-result ops
         self.params: dict[str, np.ndarray] = {}
+        self.state: dict[str, np.ndarray] = {}  # the initial values of the buffers the program updates
 
     def run(self, entry: str) -> Captured:
         from torch.export.graph_signature import InputKind, OutputKind
@@ -240,42 +234,63 @@ class Translator:
         sig = self.ep.graph_signature
         graph = self.ep.graph_module.graph
         nodes = {n.name: n for n in graph.nodes}
-        bad_out = [o for o in sig.output_specs if o.kind != OutputKind.USER_OUTPUT]
+        kinds = (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION)
+        bad_out = [o for o in sig.output_specs if o.kind not in kinds]
+        effect = next((n for n in graph.nodes if n.target is torch.ops.higher_order.with_effects), None)
+        if effect is not None:  # an op torch.export orders by an effect token: a check that raises, a print, ...
+            name = effect.args[1]._schema.name.replace("::", ".")
+            raise error(
+                f"'{name}' has a side effect; irforge compiles programs without side effects", _node_loc(effect)
+            )
         if bad_out:
             what = ", ".join(str(o.target) for o in bad_out)
-            raise error(f"the program mutates {what}; irforge compiles programs without side effects")
+            raise error(
+                f"the program mutates {what}; irforge compiles programs whose only side effects are updates of buffers"
+            )
+        # Buffers the program updates in place are its state: arguments on entry, results on exit.
+        mutated = [o.target for o in sig.output_specs if o.kind == OutputKind.BUFFER_MUTATION]
         user_inputs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+        state_inputs = sorted(
+            (s for s in sig.input_specs if s.kind == InputKind.BUFFER and s.target in mutated),
+            key=lambda s: mutated.index(s.target),
+        )
         names = _unique(self.input_names + [s.arg.name for s in user_inputs][len(self.input_names) :])
-        arg_types = [tensor_type(nodes[s.arg.name].meta["val"]) for s in user_inputs]
-        func = FuncOp.build(entry, arg_types, [], arg_hints=names[: len(user_inputs)])
+        names = names[: len(user_inputs)] + mutated
+        arg_types = [tensor_type(nodes[s.arg.name].meta["val"]) for s in user_inputs + state_inputs]
+        attrs = {"state": tuple(mutated)} if mutated else None
+        func = FuncOp.build(entry, arg_types, [], arg_hints=names, attributes=attrs)
         body = func.body
-        for s, a in zip(user_inputs, body.args):
+        for s, a in zip(user_inputs + state_inputs, body.args):
             self.values[nodes[s.arg.name]] = a
         for s in sig.input_specs:
-            if s.kind == InputKind.USER_INPUT:
+            if s.kind == InputKind.USER_INPUT or s in state_inputs:
                 continue
             node = nodes[s.arg.name]
             value = self._param_value(s)
             op = ParamOp([], [tensor_type(value)], {"sym": SymbolRef(s.target)}, result_hints=[s.target])
             body.append(op)
-            self.params[s.target] = to_numpy(value)
+            if self.keep_values:
+                self.params[s.target] = to_numpy(value)
             self.values[node] = op.result
-        outputs = []
+        for s in state_inputs if self.keep_values else ():
+            self.state[s.target] = to_numpy(self.ep.state_dict.get(s.target, self.ep.constants.get(s.target)))
+        results: dict = {}  # output spec kind -> values, in order
         for node in graph.nodes:
             if node.op == "call_function":
                 self._call(node, body)
             elif node.op == "output":
-                for o in node.args[0]:
+                for spec, o in zip(sig.output_specs, node.args[0]):
                     if o is None or o not in self.values or not hasattr(self.values[o], "type"):
                         raise error("the program must return tensors (one, or a tuple of them)")
-                    outputs.append(self.values[o])
+                    results.setdefault(spec.kind, []).append(self.values[o])
+        outputs = results.get(OutputKind.USER_OUTPUT, []) + results.get(OutputKind.BUFFER_MUTATION, [])
         body.append(ReturnOp(outputs))
         func.attributes["function_type"] = type(func.attributes["function_type"])(
             tuple(a.type for a in body.args), tuple(v.type for v in outputs)
         )
         module = ModuleOp()
         module.body.append(func)
-        return Captured(module, self.params)
+        return Captured(module, self.params, self.state, self.scopes)
 
     def _param_value(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -309,6 +324,8 @@ class Translator:
         hints = [node.name] if len(types) == 1 else [f"{node.name}_{i}" for i in range(len(types))]
         op = AtenOp(operands, types, attrs, loc=loc, name=f"torch.{aten}", result_hints=hints)
         body.append(op)
+        stack = node.meta.get("nn_module_stack") or {}
+        self.scopes[op] = next(reversed(stack.values()))[0] if stack else ""
         self.values[node] = op.results[0] if len(types) == 1 and not isinstance(val, (tuple, list)) else op.results
 
     def _arg(self, a, operands: list, loc: Location):

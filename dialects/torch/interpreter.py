@@ -13,6 +13,8 @@ from irforge.interpreter import bind_inputs, entry_function, param_value
 from irforge.ir import Operation, Value
 from irforge.types import ScalarType
 
+from .aten import aten_overload, call_value, schema_types, torch_dtype
+
 # Ops whose argument names the index range of another tensor: (argument position of the indices, of the table,
 # dimension of the table they index, or None for "the dimension given at argument 1").
 _INDEXING = {"aten.embedding": (1, 0, 0), "aten.index_select": (2, 0, None), "aten.gather": (2, 0, None)}
@@ -44,18 +46,22 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
             raise op.error("has no meaning in the torch interpreter")
         args, kwargs = op.call_args()
 
-        def conv(a):
+        def conv(a, t=None):
             if isinstance(a, list):
                 return [conv(x) for x in a]
-            return env[a] if isinstance(a, Value) else _py(a)
+            return env[a] if isinstance(a, Value) else call_value(a, t)
 
         try:
             # views replay as reshapes: the values are the same, and replayed strides may not allow a view
             fn = aten_overload("aten.reshape" if op.packet in ("aten.view", "aten._unsafe_view") else op.aten_name)
         except LookupError:
             raise op.error(f"is not an ATen op PyTorch {torch.__version__} knows") from None
+        arg_types, kwarg_types = schema_types(fn, len(args), kwargs)
         try:
-            out = fn(*[conv(a) for a in args], **{k: conv(v) for k, v in kwargs.items()})
+            out = fn(
+                *[conv(a, t) for a, t in zip(args, arg_types)],
+                **{k: conv(v, kwarg_types[k]) for k, v in kwargs.items()},
+            )
         except (RuntimeError, TypeError, ValueError, IndexError) as e:
             raise op.error(f"failed in PyTorch: {str(e).splitlines()[0]}") from None
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -64,21 +70,20 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
     raise func.error("has no func.return")
 
 
-def aten_overload(aten_name: str):
-    """`torch.ops.aten.add.Tensor` for "aten.add.Tensor" (the default overload when none is named)."""
-    import torch
-
-    parts = aten_name.split(".")
-    if len(parts) < 2 or parts[0] != "aten":
-        raise LookupError(aten_name)
-    packet = getattr(torch.ops.aten, parts[1])
-    return getattr(packet, parts[2] if len(parts) > 2 else "default")
-
-
 def index_bounds(func: Operation) -> dict:
     """Inputs and params used as indices, with the extent they index (so random indices stay in range)."""
     bounds = {}
+
+    def bound(idx, n):
+        if hasattr(idx, "type"):
+            bounds[idx] = min(bounds.get(idx, n), n)
+
     for op in func.body.ops:
+        if op.name == "torch.aten.index.Tensor":  # x[i0, i1, ...]: each index tensor picks along its dimension
+            x, indices = op.arg(0, "self"), op.arg(1, "indices")
+            for d, idx in enumerate(indices):
+                bound(idx, x.type.shape[d])
+            continue
         spec = _INDEXING.get(getattr(op, "packet", None))
         if spec is None:
             continue
@@ -88,34 +93,15 @@ def index_bounds(func: Operation) -> dict:
             continue
         idx, table = args[i_idx], args[i_table]
         d = dim if dim is not None else args[1]
-        if hasattr(idx, "type") and hasattr(table, "type") and isinstance(d, int):
-            n = table.type.shape[d]
-            bounds[idx] = min(bounds.get(idx, n), n)
+        if hasattr(table, "type") and isinstance(d, int):
+            bound(idx, table.type.shape[d])
     return bounds
-
-
-def torch_dtype(t: ScalarType):
-    import torch
-
-    return {
-        "f64": torch.float64,
-        "f32": torch.float32,
-        "f16": torch.float16,
-        "bf16": torch.bfloat16,
-        "i64": torch.int64,
-        "i32": torch.int32,
-        "i16": torch.int16,
-        "i8": torch.int8,
-        "u8": torch.uint8,
-        "bool": torch.bool,
-        "index": torch.int64,
-    }[t.name]
 
 
 def to_torch(a: np.ndarray, t: ScalarType):
     import torch
 
-    return torch.from_numpy(np.ascontiguousarray(a)).to(torch_dtype(t))
+    return torch.from_numpy(np.require(a, requirements="C")).to(torch_dtype(t))  # ascontiguousarray makes 0-d 1-d
 
 
 def to_numpy(x) -> np.ndarray:
@@ -125,10 +111,3 @@ def to_numpy(x) -> np.ndarray:
         raise error(f"the program returned {type(x).__name__}, not a tensor")
     x = x.detach()
     return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
-
-
-def _py(a):
-    """An attribute as the Python value ATen takes: dtypes become torch dtypes."""
-    if isinstance(a, ScalarType):
-        return torch_dtype(a)
-    return a

@@ -6,8 +6,11 @@
 Intermediates and outputs are allocated once, when the executor is built (filled with NaN until written, so an
 unwritten output shows), and reused by every call: a result is overwritten by the next call (clone it to keep it).
 Params are bound by name and used in place when they are contiguous CUDA tensors of the right type (copied to the
-GPU otherwise). Launches are pre-packed; a call only rewrites pointer slots. With `use_graph=True` the launch
-sequence is captured once as a CUDA graph and replayed; inputs are then copied into the graph's own buffers.
+GPU otherwise). State (`cuda.state`: a KV cache) is memory that outlives a call: the kernels update it in place.
+The executor allocates each state zero-filled, or uses the tensor `set_state` binds, so several programs (a
+prefill and a decode step) share one cache; `ex.state[name]` is the state's tensor. Launches are pre-packed; a
+call only rewrites pointer slots. With `use_graph=True` the launch sequence is captured once as a CUDA graph and
+replayed; inputs are then copied into the graph's own buffers (state and params are not: they stay where they are).
 """
 
 from __future__ import annotations
@@ -79,6 +82,8 @@ class Executor:
         self.functions: dict[str, driver.Function] = {}
         self.input_types: dict[int, object] = {}
         self.param_types: dict[str, object] = {}
+        self.state_types: dict[str, object] = {}
+        self.state: dict[str, object] = {}  # name -> the state's tensor, updated in place by every call
         # Where each program value's memory comes from: ("input", position), ("param", name) or ("alloc", tensor).
         self._source: dict = {}
         self._launches: list[tuple[driver.Function, driver.PackedArgs, list]] = []
@@ -90,6 +95,11 @@ class Executor:
             elif isinstance(op, C.ParamOp):
                 self.param_types[op.attributes["sym"].name] = op.result.type
                 self._source[op.result] = ("param", op.attributes["sym"].name)
+            elif isinstance(op, C.StateOp):
+                t, name = op.result.type, op.attributes["sym"].name
+                self.state_types[name] = t
+                self.state[name] = torch.zeros(t.shape, dtype=torch_dtype(t.dtype), device=self.device)
+                self._source[op.result] = ("state", name)
             elif isinstance(op, C.AllocOp):
                 t = op.result.type
                 buf = torch.empty(t.shape, dtype=torch_dtype(t.dtype), device=self.device)
@@ -139,10 +149,32 @@ class Executor:
         self._graph = None  # pointers may have changed: capture again
         self._bound = None
 
+    def set_state(self, state: dict) -> None:
+        """Use these tensors as the program's state (by name): contiguous CUDA tensors of the state's type, which
+        the program's calls update in place (another executor's `state` entries, to share them)."""
+        torch = self._torch
+        for name, value in state.items():
+            t = self.state_types.get(name)
+            if t is None:
+                known = ", ".join(sorted(self.state_types)) or "none"
+                raise error(f"the program has no state @{name} (state: {known})")
+            ok = (
+                isinstance(value, torch.Tensor)
+                and value.device == self.device
+                and value.dtype == torch_dtype(t.dtype)
+                and tuple(value.shape) == t.shape
+                and value.is_contiguous()
+            )
+            if not ok:
+                raise error(f"state @{name} must be a contiguous {t} tensor on {self.device}, updated in place")
+            self.state[name] = value
+        self._graph = None
+        self._bound = None
+
     def _to_device(self, value, t, what: str):
         torch = self._torch
         if isinstance(value, np.ndarray):
-            value = torch.from_numpy(np.ascontiguousarray(value))
+            value = torch.from_numpy(np.require(value, requirements="C"))  # ascontiguousarray makes 0-d 1-d
         if not isinstance(value, torch.Tensor):
             raise error(f"{what} must be a torch tensor or numpy array, got {type(value).__name__}")
         if tuple(value.shape) != t.shape:
@@ -163,6 +195,8 @@ class Executor:
             base = self._params.get(key)
             if base is None:
                 raise error(f"param @{key} is not bound: pass it in `params` or `set_params`")
+        elif kind == "state":
+            base = self.state[key]
         else:
             base = key
         return base
@@ -183,7 +217,7 @@ class Executor:
     def _tensormap(self, t, address: int) -> driver.TensorMap:
         tm = self._tensormaps.get((t, address))
         if tm is None:
-            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, t.dtype.bytes)
+            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, t.dtype.bytes, t.swizzle)
             self._tensormaps[(t, address)] = tm
         return tm
 

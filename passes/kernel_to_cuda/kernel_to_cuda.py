@@ -26,6 +26,7 @@ from irforge.dialects.kernel.types import (
 )
 
 from irforge import index_expr as ix
+from irforge.attributes import SymbolRef
 from irforge.builtin import FuncOp, ReturnOp
 from irforge.ir import Block, Operation, Region, Value
 from irforge.location import FusedLoc, Location, NameLoc
@@ -66,12 +67,23 @@ class KernelToCuda(Pass):
 
 # ---- the host program ------------------------------------------------------------------------------------------
 def _program(func: FuncOp) -> C.ProgramOp:
+    """The host program. A state's argument and its result buffer become one `cuda.state`: the runtime keeps the
+    state there, the kernels update it in place, and the program's outputs are the other results."""
     block = Block()
     vmap: dict[Value, Value] = {}
-    for i, a in enumerate(func.body.args):
+    pairs = func.state_pairs()
+    ret = func.body.ops[-1]
+    state_results = {ret.operands[pos] for _, _, pos in pairs}
+    n_inputs = len(func.body.args) - len(pairs)
+    for i, a in enumerate(func.body.args[:n_inputs]):
         op = block.append(C.InputOp((), [a.type], {"position": i}, loc=func.loc, result_hints=[a.name_hint]))
         vmap[a] = op.result
+    for name, a, pos in pairs:
+        op = block.append(C.StateOp((), [a.type], {"sym": SymbolRef(name)}, loc=func.loc, result_hints=[a.name_hint]))
+        vmap[a] = vmap[ret.operands[pos]] = op.result
     for op in func.body.ops:
+        if isinstance(op, K.AllocOp) and op.result in state_results:
+            continue  # the state's own memory
         if isinstance(op, K.ParamOp):
             new = C.ParamOp(
                 (), [op.result.type], {"sym": op.attributes["sym"]}, loc=op.loc, result_hints=[op.result.name_hint]
@@ -83,7 +95,7 @@ def _program(func: FuncOp) -> C.ProgramOp:
         elif isinstance(op, K.LaunchOp):
             new = C.LaunchOp([vmap[v] for v in op.args], (), {"callee": op.attributes["callee"]}, loc=op.loc)
         elif isinstance(op, ReturnOp):
-            new = C.OutputOp([vmap[v] for v in op.values], (), loc=op.loc)
+            new = C.OutputOp([vmap[v] for v in op.values[: len(op.values) - len(pairs)]], (), loc=op.loc)
         else:
             raise op.error("cannot be part of a cuda.program (only kernel.param, alloc, view and launch can)")
         block.append(new)
@@ -320,13 +332,15 @@ class _Emitter:
             else:
                 ct, count, nbytes = self.ctype(t.dtype), t.numel, t.nbytes
             what = f"mbarrier[{t.count}]" if isinstance(t, MbarrierType) else f"{t.dtype}{list(t.shape)}"
+            align = 128 if isinstance(t, MbarrierType) else t.align
             if "dynamic" in op.attributes:
                 if offset == 0:
                     self.line("extern __shared__ __align__(1024) unsigned char irf_dynamic_smem[];")
+                offset = -(-offset // align) * align
                 self.line(f"{ct}* const {n} = reinterpret_cast<{ct}*>(irf_dynamic_smem + {offset});  // {what}")
                 offset += -(-nbytes // 128) * 128
             else:
-                self.line(f"__shared__ __align__(128) {ct} {n}[{count}];  // {what}")
+                self.line(f"__shared__ __align__({align}) {ct} {n}[{count}];  // {what}")
                 static += nbytes
         limit = target().smem_static
         if static > limit:
@@ -390,7 +404,12 @@ class _Emitter:
 
     # ---- values -----------------------------------------------------------------------------------------------
     def op_const(self, op):
-        lit = _literal(op.attributes["value"], element_type(op.result.type), self.index_t)
+        v, t = op.attributes["value"], op.result.type
+        if isinstance(v, tuple):
+            items = ", ".join(_literal(x, element_type(t), self.index_t) for x in v)
+            self.line(f"const {self.ctype(t)} {self.name(op.result)}[{len(v)}] = {{{items}}};")
+            return
+        lit = _literal(v, element_type(t), self.index_t)
         self.declare(op.result, lambda i: lit)
 
     def scalar(self, op):

@@ -62,10 +62,17 @@ def _merge_pair(func: FuncOp, max_carriers: int) -> bool:
 
 
 def _can_move_up(second: KernelOp, first: KernelOp, ks: list[KernelOp]) -> bool:
-    """Whether `second` can run where `first` is: it reads nothing `first` or a kernel between them writes."""
+    """Whether `second` can run where `first` is: it reads nothing `first` or a kernel between them writes, and
+    updates no state that they or it read on entry (the update would come before those reads)."""
     between = ks[ks.index(first) : ks.index(second)]
     for buf in second.loaded_buffers():
         if writer(buf) in between:
+            return False
+    func = first.parent_op
+    ret = func.body.ops[-1]
+    read = {id(b) for k in [*between, second] for b in k.loaded_buffers()}
+    for _, arg, pos in func.state_pairs():
+        if ret.operands[pos] in second.stored_buffers() and id(arg) in read:
             return False
     return all(isinstance(b.owner, BufferOp) for b in second.stored_buffers())
 

@@ -37,6 +37,7 @@ from irforge.dialects.loop.transforms import (
     kernels,
     reader_kernels,
     self_and_ancestors,
+    updated_states,
     writer,
 )
 from irforge.dialects.scalar import CastOp, ConstOp
@@ -428,7 +429,11 @@ def _fuse_sweep(func: FuncOp, refusal, reductions: bool, interchange: bool, rema
                 p = producer_of(buf)
                 if p is not None and p.kernel is not consumer and p.has_reduction() == reductions:
                     candidates.append(p)
+            gone = updated_states(func, consumer)
             for p in sorted(candidates, key=lambda p: -order[id(p.kernel)]):
+                if any(isinstance(op, LoadOp) and op.buffer in gone for op in p.slice()):
+                    remark(consumer, f"not fused: {p.kernel.sym_name} reads a state this point has updated")
+                    continue
                 trial = measure(consumer, p, interchange)
                 why = refusal(trial)
                 if why is None:

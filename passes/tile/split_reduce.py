@@ -2,12 +2,10 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
-from irforge.dialects.tile.algebra import affine_stores
 from irforge.passes.tile.chunk_reduce import identity_init
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
 
-from irforge import index_expr as ix
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
 
@@ -15,15 +13,19 @@ from irforge.pass_manager import Choices, Pass, option
 class TileSplitReduce(Pass):
     """Split a reduction across blocks (split-K, split-row) and combine the blocks' partial carriers.
 
-    Where a kernel has too few output tiles (or rows) to fill the GPU, the outermost reduction of a point that no
-    axis distributes yet (a contraction's K, a long row's) is cut into `splits` contiguous shares: an outer
-    `tile.reduce` over the shares distributed over a block axis nothing uses (y, then z), the original reduction
-    inside it over one share, and a `tile.combine ... over blockIdx.y` after it, whose result every block of the
-    point holds. The combine is materialized with atomics where the value stored is an affine function of it and
-    the monoid is `add` on f32 (each block adds its share, the first block the constant part, into an output
-    zeroed first), else by a second step (each block stores its partial carrier, a second kernel combines them:
-    any monoid, the online one included). A reduction with a non-identity init, or one already split, is left
-    alone (idempotent: a reduction distributed over a block axis is a split one).
+    Where a kernel has too few output tiles (or rows) to fill the GPU, the outermost reduction of a point (a
+    contraction's K, a long row's) is cut into `splits` contiguous shares: an outer `tile.reduce` over the shares
+    distributed over a block axis nothing uses (y, then z), the original reduction inside it over one share, and a
+    `tile.combine ... over blockIdx.y` after it, whose result every block of the point holds. A reduction a
+    block's threads share (a `tile.combine` over thread axes follows it) takes that combine into each share. The
+    free loops after the combine that threads distribute (a softmax row's write-back) take the block axis too, so
+    the blocks of a row share them as well.
+
+    `via` picks how the combine over blocks is made (`tile.combine ... via`): `atomics` (each block adds its share
+    of the stored values, which must be an affine function of an add carrier of f32, into an output zeroed
+    first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
+    online one included), `auto` (atomics where they can). A reduction with a non-identity init, or one already
+    split, is left alone (idempotent: a reduction distributed over a block axis is a split one).
     """
 
     name = "tile-split-reduce"
@@ -34,11 +36,12 @@ class TileSplitReduce(Pass):
         domain=Choices((0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)),
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
+    via: str = option("auto", domain=Choices(("auto", "atomics", "partials")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits <= 1:
             return None
-        for r in candidates(op):
+        for r, _ in candidates(op):
             if r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
         return None
@@ -46,32 +49,42 @@ class TileSplitReduce(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return
-        why = self.check(op)
-        if why:
-            raise op.error(why)
-        for r in candidates(op):
+        for r, shared in candidates(op):
             s = self.splits or heuristic().reduce_splits(op, r)
             if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s:
-                comb = split(op, r, s)
-                if affine_stores(comb) is not None:  # only atomics materialize a cross-block combine yet
-                    unsplit(op, comb)
+                comb = split(op, r, shared, s)
+                if self.via != "auto":
+                    comb.attributes["via"] = self.via
 
 
-def candidates(kernel: T.KernelOp) -> list[T.ReduceOp]:
-    """Outermost reductions of a point: not distributed or vectorized, not inside another reduction, their inits the
-    monoids' identities, in a kernel with a block axis to spare."""
+def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]]:
+    """(reduction, the combine over threads right after it or None): outermost reductions of a point, not
+    vectorized, distributed over thread axes only if a combine over them completes them, their inits the monoids'
+    identities, in a kernel with a block axis to spare."""
     if _free_block_axis(kernel) is None:
         return []
     out = []
     for r in kernel.walk():
-        if not isinstance(r, T.ReduceOp) or r.bind or r.vector > 1:
+        if not isinstance(r, T.ReduceOp) or r.vector > 1 or any(a in T.BLOCK_AXES for a in r.bind):
             continue
         if any(isinstance(a, T.ReduceOp) for a in r.ancestors()):
             continue
         if tuple(r.attributes["init"]) != identity_init(r):
             continue
-        out.append(r)
+        shared = _completing_combine(r)
+        if r.bind and shared is None:
+            continue
+        out.append((r, shared))
     return out
+
+
+def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
+    """The combine over `r`'s thread axes that takes exactly its results, right after it."""
+    block = r.parent.ops
+    nxt = block[block.index(r) + 1] if block.index(r) + 1 < len(block) else None
+    if isinstance(nxt, T.CombineOp) and tuple(nxt.operands) == tuple(r.results) and set(nxt.over) == set(r.bind):
+        return nxt
+    return None
 
 
 def _free_block_axis(kernel: T.KernelOp) -> str | None:
@@ -79,45 +92,37 @@ def _free_block_axis(kernel: T.KernelOp) -> str | None:
     return next((a for a in T.BLOCK_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
 
 
-def unsplit(kernel: T.KernelOp, comb: T.CombineOp) -> None:
-    """Undo `split`: the share reduction runs all the trips again, in one block."""
-    outer = comb.operands[0].owner
-    r = outer.body.ops[0]
-    axis = comb.over[0]
-    substitute(r, {outer.iv: ix.Const(0)}, r)
-    r.attributes["extent"] *= kernel.axis_size(axis)
-    for old, new in zip(comb.results, r.results):
-        old.replace_all_uses_with(new)
-    comb.erase()
-    r.detach()
-    outer.parent.insert_before(outer, r)
-    outer.erase()
-    kernel.set_axis_size(axis, 1)
-
-
-def split(kernel: T.KernelOp, r: T.ReduceOp, splits: int) -> T.CombineOp:
-    """Cut `r` into `splits` shares over a free block axis; returns the combine that completes them."""
+def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits: int) -> T.CombineOp:
+    """Cut `r` into `splits` shares over a free block axis (taking `shared`, its combine over threads, into each
+    share); returns the combine over blocks that completes them."""
     axis = _free_block_axis(kernel)
     share = r.extents[0] // splits
-    types = [res.type for res in r.results]
-    hints = [f"{res.name_hint or 'acc'}_share" for res in r.results]
+    part = shared or r  # what each share yields: the block's carrier
+    types = [res.type for res in part.results]
+    hints = [f"{res.name_hint or 'acc'}_share" for res in part.results]
     outer = T.ReduceOp.build(
         splits, r.attributes["monoids"], r.attributes["init"], types, bind=(axis,),
         iv_hint=f"{r.iv.name_hint or 'r'}_s", result_hints=hints, loc=r.loc,
     )  # fmt: skip
     r.parent.insert_before(r, outer)
-    r.detach()
-    outer.body.append(r)
-    outer.body.append(T.YieldOp(list(r.results), ()))
+    moved = [r] if shared is None else [r, shared]
+    for op in moved:
+        op.detach()
+        outer.body.append(op)
+    outer.body.append(T.YieldOp(list(part.results), ()))
     widths = [len(i) for i in r.attributes["init"]]
     comb = T.CombineOp.build(r.attributes["monoids"], widths, outer.results, (axis,), r.loc,
-                             [res.name_hint for res in r.results])  # fmt: skip
+                             [res.name_hint for res in part.results])  # fmt: skip
     outer.parent.insert_after(outer, comb)
-    for old, new in zip(r.results, comb.results):
+    for old, new in zip(part.results, comb.results):
         for user, i in list(old.uses):
-            if user is not outer.body.ops[-1]:
+            if not outer.is_ancestor_of(user):
                 user.set_operand(i, new)
     r.attributes["extent"] = share
     substitute(r, {r.iv: indexing.ValueDim(outer.iv) * share + indexing.ValueDim(r.iv)}, r)
     kernel.set_axis_size(axis, splits)
+    block = comb.parent.ops
+    for lp in block[block.index(comb) + 1 :]:  # the blocks of a point share its later thread loops too
+        if isinstance(lp, T.ForOp) and lp.bind and all(a in T.THREAD_AXES for a in lp.bind):
+            lp.attributes["bind"] = (axis, *lp.bind)
     return comb

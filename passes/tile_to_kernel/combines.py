@@ -19,6 +19,7 @@ from irforge.ir import Operation, Value
 from irforge.target import target
 from irforge.types import index
 
+from . import partials
 from .emit import combine_values, value_hint
 
 
@@ -26,6 +27,8 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if not isinstance(op, T.CombineOp):
         return None
     if len(op.over) == 1 and op.over[0] in T.BLOCK_AXES:
+        if partials.via_partials(op):
+            return partials.why_not(op)
         return affine_stores(op)
     if op.over != ("threadIdx.x",):
         return f"combines over {', '.join(op.over)}; only combines over threadIdx.x or one block axis are materialized"

@@ -44,7 +44,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, memory
+from . import combines, memory, partials
 from .emit import FULL_UNROLL, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -70,6 +70,7 @@ class LowerToKernel(Pass):
 
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
+            partials.split_kernels(func)
             _materialize_function(func, op)
 
 
@@ -107,14 +108,14 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
         elif isinstance(op, T.BufferOp):
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
-            params = op.read_buffers() + op.stored_buffers()
+            params = memory.params(op)
             mat = Materializer(op, params)
             module.body.insert_before(func, mat.build())
-            for buf in mat.zeroed:
-                name = f"{op.sym_name}_zero_{value_hint(buf) or 'out'}"
+            for k, buf in enumerate(mat.zeroed):
+                name = f"{op.sym_name}_zero{k}"
                 module.body.insert_before(func, zero_kernel(name, buf.type, op.loc))
                 func.body.insert_before(op, K.LaunchOp([buf], (), {"callee": SymbolRef(name)}, loc=op.loc))
-            new = K.LaunchOp(params, (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)
+            new = K.LaunchOp([b for b, _ in params], (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)
         else:
             continue
         func.body.insert_before(op, new)
@@ -144,19 +145,20 @@ class Materializer:
     lane 0); `lanes` is the stack of lane dimensions around the op being materialized (the register-tile
     dimensions, outermost first); `trip` the work item each enclosing loop is on."""
 
-    def __init__(self, tk: T.KernelOp, params: list[Value]):
+    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]]):
         self.tk = tk
         attrs = {k: v for k, v in tk.attributes.items() if k not in ("sym_name", "grid", "block", "tune")}
-        if any(p.type.numel > _INDEX_LIMIT for p in params):
+        if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
-        types = [PtrType(p.type.dtype) for p in params]
+        names = [value_hint(p) if isinstance(t, PtrType) else f"{value_hint(p) or 'buffer'}_map" for p, t in params]
         kb = KernelBuilder.kernel(
-            tk.sym_name, types, tk.attributes["grid"], tk.attributes["block"], names=[value_hint(p) for p in params]
+            tk.sym_name, [t for _, t in params], tk.attributes["grid"], tk.attributes["block"], names=names
         )
         kb.op.loc = kb.loc = tk.loc
         kb.op.attributes.update(attrs)
         self.kb = kb
-        self.ptr = dict(zip(params, kb.args))
+        self.ptr = {p: a for (p, t), a in zip(params, kb.args) if isinstance(t, PtrType)}
+        self.tmap = {(p, t): a for (p, t), a in zip(params, kb.args) if not isinstance(t, PtrType)}
         self.env: dict[Value, Value] = {}
         self.lanes: list[vectors.LaneDim] = []
         self.varies = vectors.Lanes()
@@ -164,11 +166,13 @@ class Materializer:
         self.hw: dict[str, Value] = {}
         self.staged: dict[Value, memory.Staged] = {}
         self.stage_smem: dict[T.StageOp, Value] = {}
+        self.stage_bars: dict[T.StageOp, Value] = {}  # a `tma` stage's mbarriers
         self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
         self.affine: dict[Value, combines.Affine] = {}  # values that are affine in a cross-block partial
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.n_smem = 0
+        self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0
 
     def build(self) -> K.KernelFuncOp:
@@ -192,8 +196,13 @@ class Materializer:
         return self.hw[a]
 
     def smem(self, t, hint: str) -> Value:
-        """A shared buffer; large ones (over half the static limit) in dynamic shared memory."""
-        attrs = {"dynamic": UNIT} if t.nbytes > target().smem_static // 2 else {}
+        """A shared buffer; large ones (over half the static limit), and any the static limit has no room left
+        for, in dynamic shared memory."""
+        limit = target().smem_static
+        dynamic = t.nbytes > limit // 2 or self.static_smem + t.nbytes > limit
+        if not dynamic:
+            self.static_smem += t.nbytes
+        attrs = {"dynamic": UNIT} if dynamic else {}
         return self._prologue(K.SmemOp((), [t], attrs, result_hints=[hint]), smem=True)
 
     # ---- index expressions ------------------------------------------------------------------------------------
@@ -229,12 +238,33 @@ class Materializer:
 
     def get(self, v: Value) -> Value:
         """The kernel value of tile value `v` in the current lane context (a tile made in an outer context gains
-        trailing dimensions of size 1)."""
+        trailing dimensions of size 1; a lane index used as a value is the tile of its lanes' indices)."""
+        if v.type == index and self.varies.of(v) & set(self.lanes):
+            return self.index_tile(ValueDim(v))
         kv = self.env[v]
         t = kv.type
         if isinstance(t, TensorType) and t.rank < len(self.lanes):
             return self.kb.reshape(kv, TensorType(t.dtype, t.shape + (1,) * (len(self.lanes) - t.rank)))
         return kv
+
+    def index_tile(self, e: ix.IndexExpr) -> Value:
+        """An index expression over lane indices as a register tile of index values (each lane index is its lane
+        0's value plus the tile of its lanes' offsets)."""
+        kb = self.kb
+        if isinstance(e, ValueDim):
+            ld = next((ld for ld in self.lanes if ld.iv is e.value), None)
+            if ld is None:
+                return self.index_tile(vectors.expand(e)) if e.value not in self.env else self.env[e.value]
+            shape = tuple(ld.size if x is ld else 1 for x in self.lanes)
+            offsets = tuple(ld.loop.layout.lane_offset(ld.dim, k) for k in range(ld.size))
+            return kb.scalar("add", self.env[e.value], kb.const(offsets, TensorType(index, shape)))
+        if isinstance(e, ix.Const):
+            return kb.const(e.value, index)
+        if isinstance(e, ix.CeilDiv):
+            return self.index_tile((e.lhs + e.rhs - 1) // e.rhs)
+        ops = {ix.Add: "add", ix.Sub: "sub", ix.Mul: "mul", ix.FloorDiv: "floordiv", ix.Mod: "remainder",
+               ix.Min: "minimum", ix.Max: "maximum"}  # fmt: skip
+        return kb.scalar(ops[type(e)], *(self.index_tile(k) for k in e.children()))
 
     # ---- ops ----------------------------------------------------------------------------------------------------
     def block(self, block) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from irforge.dialects.tensor.builder import TensorBuilder, accumulator_type
+from irforge.dialects.tensor.builder import ShapeError, TensorBuilder, accumulator_type
 from irforge.dialects.torch import AtenOp
 
 from irforge import index_expr as ix
@@ -16,6 +16,8 @@ from .common import Decomposition, matmul, rtype, softmax
 def _share_heads(b: TensorBuilder, kv: Value, heads: int) -> Value:
     """Grouped-query attention: query head h reads key/value head h // (heads / kv_heads), by index mapping."""
     s = kv.type.shape
+    if s[-3] == 0 or heads % s[-3]:
+        raise ShapeError(f"{heads} query heads cannot share {s[-3]} key/value heads")
     group = heads // s[-3]
     shape = (*s[:-3], heads, s[-2], s[-1])
     r = len(shape)
@@ -33,8 +35,7 @@ def _sdpa(op: AtenOp, b: TensorBuilder):
     """
     q, k, v = op.arg(0, "query"), op.arg(1, "key"), op.arg(2, "value")
     mask, dropout = op.arg(3, "attn_mask", None), op.arg(4, "dropout_p", 0.0)
-    causal, scale = op.arg(5, "is_causal", False), op.arg(6, "scale", None)
-    gqa = op.kwarg("enable_gqa", False)
+    causal, scale, gqa = op.arg(5, "is_causal", False), op.kwarg("scale"), op.kwarg("enable_gqa", False)
     if dropout:
         raise op.error(f"has dropout_p={dropout}; irforge compiles inference, where dropout is 0")
     t = rtype(op)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from irforge.dialects.tensor.builder import TensorBuilder
+from irforge.dialects.tensor.builder import TensorBuilder, broadcast_shapes
 from irforge.dialects.torch import AtenOp
 
 from irforge.index_expr import Dim
@@ -39,27 +39,39 @@ def _gather(op: AtenOp, b: TensorBuilder):
 
 
 def _index(op: AtenOp, b: TensorBuilder):
-    """x[..., idx] advanced indexing with one index tensor (and full slices before it)."""
+    """x[i0, i1, ...] advanced indexing (`aten.index.Tensor`): index tensors (None for a dimension taken whole)
+    broadcast together to a shape B; one gather per index tensor, each picking along its dimension with B's
+    coordinates carried first. As in NumPy, B replaces the indexed dimensions in place when they are adjacent,
+    and comes first otherwise."""
     x, indices = op.arg(0, "self"), op.arg(1, "indices")
     given = [i for i, v in enumerate(indices) if v is not None]
-    if len(given) != 1:
-        raise op.error(
-            f"indexes with {len(given)} index tensors; irforge supports one (x[idx], x[:, idx], embedding-style)"
-        )
-    axis = given[0]
-    idx = indices[axis]
-    if idx.type.dtype.name == "bool":
+    if any(indices[i].type.dtype.name == "bool" for i in given):
         raise op.error("indexes with a boolean mask, whose result shape depends on the data")
-    n = x.type.shape[axis]
-    idx = b.select(b.ew("lt", idx, 0), b.ew("add", idx, n), idx)  # Python-style negative indices
-    out = gather_rows(b, x, idx, axis)
-    if out.type != rtype(op):
-        raise op.error(f"gives {rtype(op)} where a single-index gather gives {out.type}")
-    return out
+    bshape = broadcast_shapes(*(indices[i].type.shape for i in given))
+    nb = len(bshape)
+    # each axis of the value so far is ("b", j), B's coordinate j, or ("x", d), x's dimension d
+    cur, layout = x, [("x", d) for d in range(x.type.rank)]
+    for k, d in enumerate(given):
+        idx = indices[d]
+        n = x.type.shape[d]
+        idx = b.select(b.ew("lt", idx, 0), b.ew("add", idx, n), idx)  # Python-style negative indices
+        out = [("b", j) for j in range(nb)] + [("x", e) for e in range(x.type.rank) if e not in given[: k + 1]]
+        shape = [bshape[j] if kind == "b" else x.type.shape[j] for kind, j in out]
+        other = [Dim(out.index(a)) for a in layout if a != ("x", d)]
+        lead = nb - idx.type.rank
+        index = [0 if m == 1 else Dim(lead + i) for i, m in enumerate(idx.type.shape)]
+        cur, layout = b.gather(cur, idx, layout.index(("x", d)), shape, other, index), out
+    if given == list(range(given[0], given[-1] + 1)):  # adjacent: B goes where the indexed dimensions were
+        before = [i for i, (kind, e) in enumerate(layout) if kind == "x" and e < given[0]]
+        after = [i for i, (kind, e) in enumerate(layout) if kind == "x" and e > given[-1]]
+        cur = b.permute(cur, [*before, *range(nb), *after])
+    if cur.type != rtype(op):
+        raise op.error(f"gives {rtype(op)} where indexing gives {cur.type}")
+    return cur
 
 
 class DecomposeEmbedding(Decomposition):
-    """embedding, index_select, gather and single-tensor indexing: one `tensor.gather` each."""
+    """embedding, index_select, gather and advanced indexing: `tensor.gather`s (one per index tensor)."""
 
     name = "decompose-embedding"
     handlers = {
