@@ -51,7 +51,7 @@ SCHEDULE_OPTIONS = {
     "tile-register-tile": ["", "{tm=1 tn=1}", "{tm=2 tn=2}", "{tm=4 tn=1}", "{tm=1 tn=4}", "{tm=8 tn=8}"],
     "tile-permute-lanes": ["", "{rows=1 group-bytes=4}", "{rows=2}", "{group-bytes=8}"],
     "tile-chunk-reduce": ["", "{bk=1}", "{bk=2}", "{bk=4}", "{bk=8}"],
-    "tile-split-reduce": ["", "{splits=1}", "{splits=2}", "{splits=4}"],
+    "tile-split-reduce": ["", "{splits=1}", "{splits=2}", "{splits=4}", "{splits=2 via=atomics}", "{splits=4 via=partials}"],
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
     "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
