@@ -32,19 +32,31 @@ class Tree:
 
     def __init__(self, time, noise: float):
         self.time, self.noise = time, noise
-        self.expanded = 0
 
     def is_leaf(self, state) -> bool:
         return len(state) == DEPTH
 
+    def values(self, state):
+        return range(WIDTH)
+
+    def step(self, state, value):
+        return (*state, value)
+
+    def values_of(self, state):
+        return state
+
+    def key(self, state):
+        return state
+
+    def predict(self, state):
+        return self.time(state) * (1 + self.noise * random.Random(hash(state)).random())
+
     def expand(self, state):
-        self.expanded += 1
         out = []
         for v in range(WIDTH):
             child = (*state, v)
             completed = child + (WIDTH // 2,) * (DEPTH - len(child))
-            error = 1 + self.noise * random.Random(hash(child)).random()
-            out.append((v, child, self.time(completed) * error))
+            out.append((v, child, self.predict(completed)))
         return out
 
 
@@ -85,8 +97,17 @@ def test_every_leaf_once_then_exhausted():
         def is_leaf(self, state):
             return len(state) == 3
 
+        def values(self, state):
+            return range(3)
+
+        def step(self, state, value):
+            return None if (*state, value)[:2] == (1, 1) else (*state, value)  # a pruned subtree
+
+        def predict(self, state):
+            return None
+
         def expand(self, state):
-            return [(v, (*state, v), None) for v in range(3) if (*state, v) != (1, 1)]  # a pruned subtree
+            return [(v, (*state, v), None) for v in range(3) if (*state, v) != (1, 1)]
 
     m = SPMCTS(Small(None, 0), (), seed=0)
     seen = []
@@ -94,7 +115,7 @@ def test_every_leaf_once_then_exhausted():
         seen.append(leaf.state)
         m.report(leaf, 1.0 + sum(leaf.state))
     assert len(seen) == len(set(seen)) == 27 - 3
-    assert m.best_leaf.state == (0, 0, 0) and m.root.exhausted
+    assert m.best.state == (0, 0, 0) and m.root.exhausted
 
 
 def test_failures_and_prunes_leave_the_best_alone():
@@ -102,10 +123,10 @@ def test_failures_and_prunes_leave_the_best_alone():
     m = SPMCTS(Tree(time, 0.0), (), seed=0)
     first = m.propose()
     m.report(first, None)  # failed: no time
-    assert m.best_leaf is None and math.isinf(m.root.best)
+    assert m.best is None and math.isinf(m.root.best)
     second = m.propose()
     m.report(second, time(second.state))
-    assert m.best_leaf is second and m.root.best == time(second.state)
+    assert m.best is second and m.root.best == time(second.state)
 
 
 def test_the_prior_is_trusted_once_it_ranks_like_the_measurements():

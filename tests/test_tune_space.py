@@ -88,8 +88,21 @@ def test_decisions_follow_the_pipeline_and_the_baseline_is_its_values():
     assert [order.index(d.pass_name) for d in space.decisions] == sorted(
         order.index(d.pass_name) for d in space.decisions
     )
-    assert all(v == 0 for v in space.baseline)  # the default pipeline leaves every choice to the heuristics
+    passes = registry().passes()  # the default pipeline gives no option: every choice is the pass's default
+    assert all(d.baseline == passes[d.pass_name].options[d.option].default for d in space.decisions)
+    assert {"tile-tma.stages", "tile-swizzle-smem.swizzle", "tile-rasterize.rows"} <= {d.name for d in space.decisions}
     assert space.point(space.baseline) == {}
+
+
+def test_a_point_drops_the_decisions_that_change_nothing():
+    """A rollout draws every decision; the winner keeps only those that change the kernel's schedule (an elementwise
+    kernel has no reduction for tile-cooperative-reduce to share)."""
+    (k,) = loop_kernels("torch.randn(4,256)*2")
+    space = Space(isolate(k), SUFFIX)
+    drawn = {"tile-cooperative-reduce": {"threads": 64}, "tile-blockify": {"threads": 64}}
+    values = space.simplest(space.values_of(drawn))
+    assert space.point(values) == {"tile-blockify": {"threads": 64}}
+    assert digest(space.schedule_of(values)) == digest(space.schedule_of(space.values_of(drawn)))
 
 
 # ---- isolated kernels ------------------------------------------------------------------------------------------
@@ -121,7 +134,7 @@ def test_identical_kernels_share_a_key_and_shapes_tell_them_apart():
 
 # ---- pruning and merging ---------------------------------------------------------------------------------------
 def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
-    """Every raw point of a three-decision schedule run through the passes alone: the tree's leaves are exactly
+    """Every raw point of a four-decision schedule run through the passes alone: the tree's leaves are exactly
     the distinct schedules the legal points lead to, so pruning loses nothing and keeps nothing refused."""
     (k,) = loop_kernels("nn.RMSNorm(128)(torch.randn(1,8,128))")
     kept = {"map-to-tile", "tile-cooperative-reduce", "tile-split-reduce", "tile-vectorize", "lower-to-kernel"}
@@ -129,15 +142,25 @@ def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
     assert [d.name for d in space.decisions] == [
         "tile-cooperative-reduce.threads",
         "tile-split-reduce.splits",
+        "tile-split-reduce.via",
         "tile-vectorize.width",
     ]
     found = leaves(space)
     raw = list(itertools.product(*(d.values for d in space.decisions)))
     brute = {legal_digest(space, v) for v in raw} - {None}
-    assert len(raw) == space.size == 12 * 13 * 6
+    assert len(raw) == space.size == 12 * 13 * 3 * 6
     assert len({s.digest for s in found}) == len(found)  # merged: no two leaves are one schedule
     assert {s.digest for s in found} == brute
-    assert len(found) < len(raw) / 5  # the 936 points are far fewer schedules
+    assert len(found) < len(raw) / 3  # the 2808 points are far fewer schedules
+    # a rollout's steps (one child at a time, no siblings) refuse exactly the refused points and reach the same IR
+    wants = []
+    for values in random.Random(0).sample(raw, 60):
+        state = space.root()
+        for v in values:
+            state = space.step(state, v) if state is not None else None
+        wants.append(legal_digest(space, values))
+        assert (space.finish(state).digest if state is not None else None) == wants[-1]
+    assert None in wants and len(set(wants)) > 10
     assert any(legal_digest(space, v) is None for v in raw)  # some are refused (splits=3 of 128 trips)
 
 

@@ -157,15 +157,15 @@ def _programs(args, prefix, err) -> list[tuple[str, object]]:
     if args.suite:
         from irforge.bench.case import select, suite
 
-        return [(c.id, _loop_module(c.id, lambda c=c: _capture_case(c, prefix), args.cache)) for c in
+        return [(c.id, loop_module(c.id, lambda c=c: capture_case(c, prefix), args.cache)) for c in
                 select(suite(args.suite), args.cases)]  # fmt: skip
     name = args.file or "<snippet>"
     source = Path(args.file).read_text() if args.file else args.snippet
-    return [(Path(name).stem if args.file else "snippet", _loop_module(name + source, lambda: _capture(args, prefix),
+    return [(Path(name).stem if args.file else "snippet", loop_module(name + source, lambda: _capture(args, prefix),
                                                                        args.cache))]  # fmt: skip
 
 
-def _loop_module(identity: str, make, cache: str | None):
+def loop_module(identity: str, make, cache: str | None):
     from irforge.bench.compile_cache import source_hash
     from irforge.parser import parse_module
     from irforge.printer import print_module
@@ -185,18 +185,24 @@ def _loop_module(identity: str, make, cache: str | None):
 def _capture(args, prefix):
     from irforge import frontend
     from irforge.diagnostics import error
-    from irforge.dialects.torch.capture import capture
-    from irforge.pass_manager import PassManager
 
     if args.file and args.file.endswith((".ir", ".mlir")):
         raise error("irforge tune takes a PyTorch program (a .py file or -c); textual IR is irforge-opt's")
     tp = frontend.from_snippet(args.snippet) if args.snippet is not None else frontend.from_file(args.file)
+    return capture_program(tp, prefix)
+
+
+def capture_program(tp, prefix):
+    """A `frontend.TorchProgram` captured and lowered by `prefix` (to the tuning level)."""
+    from irforge.dialects.torch.capture import capture
+    from irforge.pass_manager import PassManager
+
     captured = capture(tp.model, tp.inputs, tp.input_names)
     PassManager(prefix).run(captured.module)
     return captured.module
 
 
-def _capture_case(case, prefix):
+def capture_case(case, prefix):
     from irforge.dialects.torch.capture import capture
     from irforge.pass_manager import PassManager
 

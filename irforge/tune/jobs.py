@@ -20,7 +20,8 @@ _PARSED: dict[str, object] = {}  # module text digest -> parsed module (a worker
 
 def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> dict:
     """{"text": cuda-level program, "kernels": [per cuda kernel: name, grid, block, dynamic smem, ptxas counts],
-    "seconds"}; or {"error": message} when a pass refuses the point or NVRTC rejects the code."""
+    "seconds"}; or {"refused": message} when a pass refuses the point, {"error": message} when NVRTC rejects the
+    code."""
     import dataclasses
 
     from irforge.diagnostics import IRForgeError
@@ -38,6 +39,9 @@ def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> di
     try:
         with use_target(dataclasses.replace(target(), arch=arch)):
             run_pipeline(module, pipeline)
+    except IRForgeError as e:  # a pass after the decisions' refuses the point: pruned like one over a limit
+        return {"refused": e.message, "seconds": time.perf_counter() - t0}
+    try:
         kernels = []
         for op in module.body.ops:
             if isinstance(op, CudaKernelOp):

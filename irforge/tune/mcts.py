@@ -1,22 +1,27 @@
 """Single-player Monte Carlo tree search (SP-MCTS) over a tree of decisions, minimizing a measured time.
 
-The tree is anything with `expand(state) -> [(value, child state, predicted seconds or None)]` (children already
-pruned) and `is_leaf(state)`; `Space` is one, the tests use synthetic ones. Each round:
+The tree is anything with `expand(state) -> [(value, child state, predicted seconds or None)]` (every child,
+pruned and merged), `values(state)` (the next decision's values), `step(state, value) -> child state or None` (one
+child, cheaply: None when refused), `is_leaf(state)`, `values_of(state)` (the values decided so far), `key(leaf
+state)` (what makes two leaves the same point) and `predict(leaf state)`; `Space` is one (through the tuner), the
+tests use synthetic ones. Each round:
 
-1. **select** from the root: the child with the best score, UCB `Q + c * sqrt(ln N / n)` among the first
-   `1 + widen * sqrt(N)` children in the prior's order (progressive widening: the prior's favourites first, an
-   unvisited one before any revisit), or, once the prior has proved reliable, PUCT
-   `Q + c_puct * P * sqrt(N) / (1 + n)` among all. `Q` is the node's best time found so far (max-reward backup:
-   the search looks for the one best point, not a good average) on a log scale from the median reported time (0)
-   to the best (1). `P` is the prior over siblings, `(fastest / predicted) ** beta` normalized.
-2. **roll out** from the first unvisited node to a leaf, every node on the way added to the tree: with probability
-   `follow` the rest of the best point so far wherever it is a child (a neighbour of the incumbent: schedules are
-   mostly separable, so one decision changed at a time is a good move), else each step drawn in proportion to
-   `(fastest / predicted) ** rollout_beta`, normalized (uniformly with probability `epsilon`).
-3. the leaf is handed out (`propose`) and its time comes back later (`report`; None for a point that failed or was
-   pruned once compiled); visits are counted when a leaf is proposed, so several leaves can be out at once without
-   being proposed twice, and a leaf is never proposed again. A node whose leaves have all been proposed is
-   exhausted; `propose` returns None when the root is.
+1. **select** from the root, through nodes expanded with all their children: the child with the best score, UCB
+   `Q + c * sqrt(ln N / n)` among the first `1 + widen * sqrt(N)` children in the prior's order (progressive
+   widening: the prior's favourites first, an unvisited one before any revisit), or, once the prior has proved
+   reliable, PUCT `Q + c_puct * P * sqrt(N) / (1 + n)` among all. `Q` is the node's best time found so far
+   (max-reward backup: the search looks for the one best point, not a good average) on a log scale from the
+   median reported time (0) to the best (1). `P` is the prior over siblings, `(fastest / predicted) ** beta`
+   normalized. The first unvisited child reached joins the tree.
+2. **roll out** from it to a leaf, one `step` per decision (no siblings computed: rollouts are cheap): each
+   decision takes the incumbent's value with probability `follow` (the best point so far, or the starting point
+   the caller gives: schedules are mostly separable, so a few decisions changed at a time are good moves), else
+   a value drawn uniformly; a refused step draws again. Of `samples` such rollouts, the leaf the prior predicts
+   fastest (among those not proposed yet) is taken.
+3. the leaf is handed out (`propose`, with the tree node it hangs from) and its time comes back later (`report`;
+   None for a point that failed or was pruned once compiled). Visits are counted when a leaf is proposed, so
+   several leaves can be out at once; a leaf (by `key`) is never proposed twice; a node whose leaves have all been
+   proposed is exhausted, and `propose` returns None when the root is.
 
 The prior is *reliable* once `min_pairs` reported leaves carry a prediction and a time, and their ranks agree
 (Spearman's rho >= `reliable_rho`). Everything random draws from one seeded generator: with the same reports in the
@@ -28,7 +33,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(eq=False)
@@ -42,7 +47,6 @@ class Node:
     best: float = math.inf  # the best time reported below
     exhausted: bool = False  # nothing left to propose below
     leaf: bool = False
-    extra: dict = field(default_factory=dict)  # the caller's bookkeeping
 
     def path(self) -> list[Node]:
         out, n = [], self
@@ -50,6 +54,16 @@ class Node:
             out.append(n)
             n = n.parent
         return out[::-1]
+
+
+@dataclass(eq=False)
+class Proposal:
+    """A leaf to measure: its state, the point's values, and the tree node the rollout that found it started at."""
+
+    node: Node
+    state: object
+    values: tuple
+    predicted: float | None = None
 
 
 class SPMCTS:
@@ -62,51 +76,60 @@ class SPMCTS:
         c: float = 0.5,
         c_puct: float = 3.0,
         beta: float = 2.0,
-        rollout_beta: float = 8.0,
         widen: float = 1.0,
         follow: float = 0.7,
-        epsilon: float = 0.15,
+        samples: int = 3,
         min_pairs: int = 8,
         reliable_rho: float = 0.5,
     ):
         self.tree = tree
         self.rng = random.Random(seed)
-        self.c, self.c_puct, self.beta, self.epsilon = c, c_puct, beta, epsilon
-        self.rollout_beta, self.widen, self.follow = rollout_beta, widen, follow
+        self.c, self.c_puct, self.beta, self.widen, self.follow = c, c_puct, beta, widen, follow
+        self.samples = samples
         self.min_pairs, self.reliable_rho = min_pairs, reliable_rho
         self.root = Node(root_state, leaf=tree.is_leaf(root_state))
         self.best_time = math.inf
-        self.best_leaf: Node | None = None
+        self.best: Proposal | None = None
+        self.incumbent: tuple = ()  # the values of the best point so far (or a starting point given)
         self.pairs: list[tuple[float, float]] = []  # (predicted, measured) of reported leaves
         self.times: list[float] = []  # every reported time, sorted
+        self.proposed: set = set()  # keys of the leaves handed out
 
     # ---- the prior ----------------------------------------------------------------------------------------------
     @property
     def reliable(self) -> bool:
         return len(self.pairs) >= self.min_pairs and spearman(self.pairs) >= self.reliable_rho
 
-    def _priors(self, nodes: list[Node], beta: float | None = None) -> list[float]:
+    def _priors(self, nodes: list[Node]) -> list[float]:
         preds = [n.predicted for n in nodes]
         finite = [p for p in preds if p is not None and math.isfinite(p) and p > 0]
         if not finite:
             return [1.0 / len(nodes)] * len(nodes)
         fastest = min(finite)
-        beta = self.beta if beta is None else beta
-        w = [(fastest / p) ** beta if p is not None and math.isfinite(p) and p > 0 else 1e-3 for p in preds]
+        w = [(fastest / p) ** self.beta if p is not None and math.isfinite(p) and p > 0 else 1e-3 for p in preds]
         total = sum(w)
         return [x / total for x in w]
 
     # ---- proposing ----------------------------------------------------------------------------------------------
-    def propose(self) -> Node | None:
+    def propose(self) -> Proposal | None:
         """The next leaf to measure, or None when every leaf has been proposed."""
         while not self.root.exhausted:
-            leaf = self._descend()
-            if leaf is not None:
-                for n in leaf.path():
-                    n.visits += 1
-                leaf.exhausted = True
-                self._settle(leaf.parent)
-                return leaf
+            node = self._descend()
+            if node is None:
+                continue  # found empty and marked exhausted: start again from the root
+            state = node.state if node.leaf else self._rollout(node.state)
+            if node.leaf:
+                node.exhausted = True
+                self._settle(node.parent)
+            for n in node.path():
+                n.visits += 1  # a rollout that found nothing new still grows the tree: the node is expanded next
+            if state is None:
+                continue
+            key = self.tree.key(state)
+            if key in self.proposed:
+                continue
+            self.proposed.add(key)
+            return Proposal(node, state, self.tree.values_of(state), self.tree.predict(state))
         return None
 
     def _descend(self) -> Node | None:
@@ -114,7 +137,7 @@ class SPMCTS:
         while not node.leaf:
             live = self._live(node)
             if not live:
-                return None  # found empty and marked exhausted: start again from the root
+                return None
             if self.reliable:
                 child = max(live, key=lambda n: self._puct(node, n, live))
             else:
@@ -124,38 +147,43 @@ class SPMCTS:
                 fresh = [n for n in eligible if n.visits == 0]
                 child = fresh[0] if fresh else max(eligible, key=lambda n: self._ucb(node, n))
             if child.visits == 0:
-                return self._rollout(child)
+                return child
             node = child
-        return node if not node.exhausted else None
-
-    def _rollout(self, node: Node) -> Node | None:
-        follow = self.best_leaf is not None and self.rng.random() < self.follow
-        incumbent = [n.value for n in self.best_leaf.path()[1:]] if follow else []
-        while not node.leaf:
-            live = self._live(node)
-            if not live:
-                return None
-            depth = len(node.path()) - 1
-            same = [n for n in live if depth < len(incumbent) and n.value == incumbent[depth]]
-            if same:
-                node = same[0]
-            elif self.rng.random() < self.epsilon:
-                node = live[self.rng.randrange(len(live))]
-            else:
-                node = self.rng.choices(live, weights=self._priors(live, self.rollout_beta))[0]
         return node
+
+    def _rollout(self, state):
+        """The most promising of `samples` leaves below `state` (by the prior) not proposed yet, or None."""
+        leaves = [leaf for leaf in (self._walk(state) for _ in range(self.samples)) if leaf is not None]
+        leaves = [leaf for leaf in leaves if self.tree.key(leaf) not in self.proposed]
+        return min(leaves, key=lambda s: _finite_or_inf(self.tree.predict(s)), default=None)
+
+    def _walk(self, state):
+        """A leaf below `state`, a step at a time (None when every value of some decision is refused)."""
+        depth = len(self.tree.values_of(state))
+        while not self.tree.is_leaf(state):
+            values = list(self.tree.values(state))
+            want = self.incumbent[depth] if depth < len(self.incumbent) else None
+            order = [want] if want in values and self.rng.random() < self.follow else []
+            rest = [v for v in values if v not in order]
+            self.rng.shuffle(rest)
+            for v in order + rest:
+                nxt = self.tree.step(state, v)
+                if nxt is not None:
+                    break
+            else:
+                return None
+            state, depth = nxt, depth + 1
+        return state
 
     def _live(self, node: Node) -> list[Node]:
         """The node's children that still have something to propose (expanding it first); an empty node is marked
         exhausted."""
         if node.children is None:
-            kids = [
+            node.children = [
                 Node(state, node, value, predicted, leaf=self.tree.is_leaf(state))
                 for value, state, predicted in self.tree.expand(node.state)
             ]
-            order = {id(k): i for i, k in enumerate(kids)}
-            kids.sort(key=lambda k: (_finite_or_inf(k.predicted), order[id(k)]))
-            node.children = kids
+            node.children.sort(key=lambda n: _finite_or_inf(n.predicted))  # stable: ties keep the tree's order
         live = [n for n in node.children if not n.exhausted]
         if not live:
             node.exhausted = True
@@ -185,17 +213,18 @@ class SPMCTS:
         return self._q(n) + self.c_puct * p * math.sqrt(parent.visits) / (1 + n.visits)
 
     # ---- results ------------------------------------------------------------------------------------------------
-    def report(self, leaf: Node, seconds: float | None) -> None:
+    def report(self, proposal: Proposal, seconds: float | None) -> None:
         """The time a proposed leaf measured (None: it failed, or was pruned after compiling)."""
         if seconds is None or not math.isfinite(seconds):
             return
-        for n in leaf.path():
+        for n in proposal.node.path():
             n.best = min(n.best, seconds)
         bisect.insort(self.times, seconds)
-        if leaf.predicted is not None and math.isfinite(leaf.predicted):
-            self.pairs.append((leaf.predicted, seconds))
+        if proposal.predicted is not None and math.isfinite(proposal.predicted):
+            self.pairs.append((proposal.predicted, seconds))
         if seconds < self.best_time:
-            self.best_time, self.best_leaf = seconds, leaf
+            self.best_time, self.best = seconds, proposal
+            self.incumbent = proposal.values
 
 
 def _finite_or_inf(x) -> float:

@@ -20,7 +20,9 @@ children, one per value of the next decision, after
   baseline, the schedule `irforge compile` gives without tuning.
 
 States keep their IR only while they are expanded (it is recomputed from the parent on demand), and a small summary
-of it (`cost.Features`) for the prior.
+of it (`cost.Features`) for the prior. A rollout takes one child at a time (`Space.step`: one pass run, no
+siblings, no merging; `Space.finish` gives the leaf its digest), and a winner is reported without the decisions
+that change nothing in its schedule (`Space.simplest`).
 """
 
 from __future__ import annotations
@@ -337,6 +339,50 @@ class Space:
                 except Exception:
                     continue
         return False
+
+    def step(self, state: State, value) -> State | None:
+        """One child of `state`, without its siblings (None when the pass refuses it): what a rollout takes. The
+        child keeps its IR until `finish`."""
+        d = self.decisions[len(state.values)]
+        values = (*state.values, value)
+        if not d.last:
+            child = State(values, d.at, state)
+            child.module = self.materialize(state)
+            return child
+        m = self.materialize(state).clone()
+        nxt = len(values)
+        stop = self.decisions[nxt].at if nxt < len(self.decisions) else self.end
+        try:
+            self._run(m, d.at, stop, self.point(values))
+        except Exception:  # refused (or a pass's bug): not a child
+            return None
+        child = State(values, stop, state)
+        child.module = m
+        return child
+
+    def finish(self, leaf: State) -> State:
+        """A leaf's digest and features, and its IR let go (with the rollout states above it)."""
+        if leaf.digest is None or leaf.features is None:
+            m = self.materialize(leaf)
+            leaf.digest = digest(m)
+            leaf.features = self.features(m) if self.features is not None else None
+        leaf.module, leaf.parent = None, None
+        return leaf
+
+    def simplest(self, values: tuple) -> tuple:
+        """`values` with each decision that changes nothing in the schedule put back to the pipeline's value (a
+        rollout draws every decision, those that do not matter here included)."""
+        want = digest(self.schedule_of(values))
+        for i, d in enumerate(self.decisions):
+            if values[i] == d.baseline:
+                continue
+            trial = (*values[:i], d.baseline, *values[i + 1 :])
+            try:
+                if digest(self.schedule_of(trial)) == want:
+                    values = trial
+            except IRForgeError:
+                continue
+        return values
 
     def schedule_of(self, values: tuple) -> Operation:
         """The IR a whole point leads to, as a leaf's state stands for it (its `digest` is the leaf's)."""

@@ -13,9 +13,10 @@ For each distinct kernel (by key; one already in the database is not tuned again
    few, L2 flushed) and their times go back to the search, in the order the leaves were proposed (so a run is
    reproducible from its seed, whatever order compiles finish in). Points whose schedules come out identical are
    measured once;
-4. it stops at the budget (measured candidates), the time, or when `patience` candidates in a row brought no 1 %
-   gain (or the space is exhausted); the best few and the baseline are then measured together, longer
-   (`confirm`), and the fastest of those is the winner: never slower than the baseline, which is one of them.
+4. it stops at the budget (measured candidates), the time (leaving room for the rest), or when `patience`
+   candidates in a row brought no 1 % gain (or the space is exhausted); the best few and the baseline are then
+   measured together, longer (`confirm`), and the fastest of those is the winner: never slower than the baseline,
+   which is one of them.
 
 A candidate that hangs, faults or computes a wrong result costs that candidate: it is recorded with its status and
 the worker restarts. `--gpus N` tunes N kernels at once, one worker per GPU. Without a GPU (`compile_only`) the
@@ -55,7 +56,7 @@ FAILED = ("wrong", "error", "fault", "timeout", "crash")
 @dataclass
 class Options:
     budget: int = 200  # measured candidates per kernel (failures included)
-    seconds: float = 60.0  # per kernel
+    seconds: float = 60.0  # per kernel, the confirmation included
     patience: int = 60  # candidates in a row without a 1 % gain
     seed: int = 0
     confirm: int = 4  # best candidates measured again, longer, with the baseline
@@ -164,6 +165,10 @@ def static_limit(compiled: dict, spill_bytes: int = 0) -> str | None:
     return None
 
 
+def _seconds(features) -> float | None:
+    return cost.seconds(features) if features is not None else None
+
+
 def _predicted(features, compiled: dict) -> float | None:
     """The cost model's time for a compiled point: its schedule's features with ptxas' counts."""
     if features is None:
@@ -242,7 +247,7 @@ class Tuner:
         todo: queue.Queue = queue.Queue()
         for r in results:
             entry = self.db.entry(r.task.key) if self.db and not self.o.compile_only else None
-            if entry is not None and not self.o.retune:
+            if entry is not None and entry.best_s is not None and not self.o.retune:
                 r.status, r.detail = "cached", f"tuned before ({entry.tuned_at}, {entry.name})"
             else:
                 todo.put(r)
@@ -292,14 +297,16 @@ class Tuner:
         tree = _Tree(space, r)
         seed = (o.seed * 0x9E3779B1 + int(task.key.hash[:8], 16)) % 2**32
         search = SPMCTS(tree, root, seed=seed)
+        search.incumbent = space.baseline  # rollouts start as neighbours of the heuristic's point
         t_start = time.monotonic()
+        search_s = max(o.seconds / 2, o.seconds - (o.confirm + 1) * CONFIRM["max_seconds_per_case"])  # room to confirm
 
         ref = reference.result()
-        if "error" in ref:
-            raise KernelFailed(f"the reference schedule does not compile: {ref['error']}")
+        if "text" not in ref:
+            raise KernelFailed(f"the reference schedule does not compile: {ref.get('error') or ref['refused']}")
         base = baseline.result()
-        if "error" in base:
-            raise KernelFailed(f"the baseline does not compile: {base['error']}")
+        if "text" not in base:
+            raise KernelFailed(f"the baseline does not compile: {base.get('error') or base['refused']}")
         base_ir = space.schedule_of(space.baseline)
         r.baseline = Candidate(baseline_point, "ok", program=base["text"])
         r.baseline.predicted_s = _predicted(cost.features(base_ir), base)
@@ -321,7 +328,7 @@ class Tuner:
         while True:
             stop = (
                 r.measured >= o.budget
-                or time.monotonic() - t_start >= o.seconds
+                or time.monotonic() - t_start >= search_s
                 or since >= o.patience
                 or r.pruned > 20 * o.budget
             )
@@ -330,7 +337,7 @@ class Tuner:
                 if leaf is None:
                     exhausted = True
                     break
-                point = space.point(leaf.state.values)
+                point = space.point(leaf.values)
                 if leaf.state.digest in seen:
                     pending.append((leaf, point, None))
                 else:
@@ -348,7 +355,7 @@ class Tuner:
                 r.candidates.append(c)
                 search.report(leaf, None)
                 continue
-            why = static_limit(compiled, o.spill_bytes)
+            why = compiled.get("refused") or static_limit(compiled, o.spill_bytes)
             if why:
                 r.pruned += 1
                 search.report(leaf, None)
@@ -376,6 +383,8 @@ class Tuner:
             if future is not None:
                 future.cancel()
         self._confirm(r, gpu)
+        if r.winner is not None and r.winner.point:
+            r.winner.point = space.point(space.simplest(space.values_of(r.winner.point)))
         r.status = "tuned" if gpu is not None else "compiled"
 
     def _measure_one(self, r: KernelResult, gpu: _GpuSlot, c: Candidate, program: str) -> None:
@@ -448,7 +457,22 @@ class _Tree:
         ex = self.space.expand(state)
         self.r.refused += len(ex.refused)
         self.r.merged += len(ex.merged)
-        return [(v, c, cost.seconds(c.features) if c.features is not None else None) for v, c in ex.children]
+        return [(v, c, _seconds(c.features)) for v, c in ex.children]
+
+    def values(self, state) -> tuple:
+        return self.space.decisions[len(state.values)].values
+
+    def step(self, state, value):
+        return self.space.step(state, value)
+
+    def values_of(self, state) -> tuple:
+        return state.values
+
+    def key(self, leaf) -> str:
+        return self.space.finish(leaf).digest
+
+    def predict(self, leaf) -> float | None:
+        return _seconds(leaf.features)
 
 
 class _GpuSlot:
