@@ -30,6 +30,8 @@ class Tree:
     """Children in value order; the prior predicts a child's time with the undecided values at the middle, off by
     a random factor of up to `noise` (a stand-in for a cost model)."""
 
+    depth = DEPTH
+
     def __init__(self, time, noise: float):
         self.time, self.noise = time, noise
 
@@ -56,7 +58,7 @@ class Tree:
         for v in range(WIDTH):
             child = (*state, v)
             completed = child + (WIDTH // 2,) * (DEPTH - len(child))
-            out.append((v, child, self.predict(completed)))
+            out.append((v, child, self.predict(completed), ()))
         return out
 
 
@@ -94,6 +96,8 @@ def test_every_leaf_once_then_exhausted():
     """A small tree is enumerated exactly (no leaf twice), then the search says it is done."""
 
     class Small(Tree):
+        depth = 3
+
         def is_leaf(self, state):
             return len(state) == 3
 
@@ -107,7 +111,7 @@ def test_every_leaf_once_then_exhausted():
             return None
 
         def expand(self, state):
-            return [(v, (*state, v), None) for v in range(3) if (*state, v) != (1, 1)]
+            return [(v, (*state, v), None, ()) for v in range(3) if (*state, v) != (1, 1)]
 
     m = SPMCTS(Small(None, 0), (), seed=0)
     seen = []

@@ -1,23 +1,24 @@
 """Single-player Monte Carlo tree search (SP-MCTS) over a tree of decisions, minimizing a measured time.
 
-The tree is anything with `expand(state) -> [(value, child state, predicted seconds or None)]` (every child,
-pruned and merged), `values(state)` (the next decision's values), `step(state, value) -> child state or None` (one
-child, cheaply: None when refused), `is_leaf(state)`, `values_of(state)` (the values decided so far), `key(leaf
-state)` (what makes two leaves the same point) and `predict(leaf state)`; `Space` is one (through the tuner), the
-tests use synthetic ones. Each round:
+The tree is anything with `depth` (decisions from the root to a leaf), `expand(state) -> [(value, child state,
+predicted seconds or None, aliases)]` (every child, pruned and merged: aliases are the other values that lead to
+it), `values(state)` (the next decision's values), `step(state, value) -> child state or None` (one child, cheaply:
+None when refused), `is_leaf(state)`, `values_of(state)` (the values decided so far), `key(leaf state)` (what makes
+two leaves the same point) and `predict(leaf state)`; `Space` is one (through the tuner), the tests use synthetic
+ones. Each round:
 
 1. **select** from the root, through nodes expanded with all their children: the child with the best score, UCB
-   `Q + c * sqrt(ln N / n)` among the first `1 + widen * sqrt(N)` children in the prior's order (progressive
-   widening: the prior's favourites first, an unvisited one before any revisit), or, once the prior has proved
+   `Q + c * sqrt(ln N / n)` among the first `1 + widen * sqrt(N)` children in the prior's order and the
+   incumbent's (progressive widening: an unvisited one before any revisit), or, once the prior has proved
    reliable, PUCT `Q + c_puct * P * sqrt(N) / (1 + n)` among all. `Q` is the node's best time found so far
    (max-reward backup: the search looks for the one best point, not a good average) on a log scale from the
    median reported time (0) to the best (1). `P` is the prior over siblings, `(fastest / predicted) ** beta`
    normalized. The first unvisited child reached joins the tree.
 2. **roll out** from it to a leaf, one `step` per decision (no siblings computed: rollouts are cheap): each
-   decision takes the incumbent's value with probability `follow` (the best point so far, or the starting point
-   the caller gives: schedules are mostly separable, so a few decisions changed at a time are good moves), else
-   a value drawn uniformly; a refused step draws again. Of `samples` such rollouts, the leaf the prior predicts
-   fastest (among those not proposed yet) is taken.
+   decision keeps the incumbent's value (the best point so far, or the starting point the caller gives) but for
+   `changes` of them on average, drawn uniformly (schedules are mostly separable: a few decisions changed at a
+   time are good moves, however many decisions there are); a refused step draws again. Of `samples` such
+   rollouts, the leaf the prior predicts fastest (among those not proposed yet) is taken.
 3. the leaf is handed out (`propose`, with the tree node it hangs from) and its time comes back later (`report`;
    None for a point that failed or was pruned once compiled). Visits are counted when a leaf is proposed, so
    several leaves can be out at once; a leaf (by `key`) is never proposed twice; a node whose leaves have all been
@@ -42,11 +43,15 @@ class Node:
     parent: Node | None = None
     value: object = None  # the decision's value on the edge from the parent
     predicted: float | None = None  # the prior's seconds
+    aliases: tuple = ()  # other values of the decision that lead to this same child
     children: list[Node] | None = None  # None until expanded
     visits: int = 0
     best: float = math.inf  # the best time reported below
     exhausted: bool = False  # nothing left to propose below
     leaf: bool = False
+
+    def leads_to(self, value) -> bool:
+        return value == self.value or value in self.aliases
 
     def path(self) -> list[Node]:
         out, n = [], self
@@ -77,14 +82,15 @@ class SPMCTS:
         c_puct: float = 3.0,
         beta: float = 2.0,
         widen: float = 1.0,
-        follow: float = 0.7,
+        changes: float = 1.5,
         samples: int = 3,
         min_pairs: int = 8,
         reliable_rho: float = 0.5,
     ):
         self.tree = tree
         self.rng = random.Random(seed)
-        self.c, self.c_puct, self.beta, self.widen, self.follow = c, c_puct, beta, widen, follow
+        self.c, self.c_puct, self.beta, self.widen = c, c_puct, beta, widen
+        self.change = min(1.0, changes / max(tree.depth, 1))  # the chance each decision leaves the incumbent
         self.samples = samples
         self.min_pairs, self.reliable_rho = min_pairs, reliable_rho
         self.root = Node(root_state, leaf=tree.is_leaf(root_state))
@@ -141,9 +147,12 @@ class SPMCTS:
             if self.reliable:
                 child = max(live, key=lambda n: self._puct(node, n, live))
             else:
-                # progressive widening: the prior's best few children first, one more as the node is revisited
+                # progressive widening: the prior's best few children and the incumbent's, one more as the node is
+                # revisited
                 width = 1 + int(self.widen * math.sqrt(node.visits))
-                eligible = live[:width]
+                depth = len(node.path()) - 1
+                mine = [n for n in live[width:] if depth < len(self.incumbent) and n.leads_to(self.incumbent[depth])]
+                eligible = live[:width] + mine
                 fresh = [n for n in eligible if n.visits == 0]
                 child = fresh[0] if fresh else max(eligible, key=lambda n: self._ucb(node, n))
             if child.visits == 0:
@@ -163,7 +172,7 @@ class SPMCTS:
         while not self.tree.is_leaf(state):
             values = list(self.tree.values(state))
             want = self.incumbent[depth] if depth < len(self.incumbent) else None
-            order = [want] if want in values and self.rng.random() < self.follow else []
+            order = [want] if want in values and self.rng.random() >= self.change else []
             rest = [v for v in values if v not in order]
             self.rng.shuffle(rest)
             for v in order + rest:
@@ -180,8 +189,8 @@ class SPMCTS:
         exhausted."""
         if node.children is None:
             node.children = [
-                Node(state, node, value, predicted, leaf=self.tree.is_leaf(state))
-                for value, state, predicted in self.tree.expand(node.state)
+                Node(state, node, value, predicted, tuple(aliases), leaf=self.tree.is_leaf(state))
+                for value, state, predicted, aliases in self.tree.expand(node.state)
             ]
             node.children.sort(key=lambda n: _finite_or_inf(n.predicted))  # stable: ties keep the tree's order
         live = [n for n in node.children if not n.exhausted]

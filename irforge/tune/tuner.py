@@ -449,6 +449,7 @@ class _Tree:
 
     def __init__(self, space: Space, result: KernelResult):
         self.space, self.r = space, result
+        self.depth = len(space.decisions)
 
     def is_leaf(self, state) -> bool:
         return self.space.is_leaf(state)
@@ -457,7 +458,10 @@ class _Tree:
         ex = self.space.expand(state)
         self.r.refused += len(ex.refused)
         self.r.merged += len(ex.merged)
-        return [(v, c, _seconds(c.features)) for v, c in ex.children]
+        aliases: dict = {}
+        for v, kept in ex.merged:
+            aliases.setdefault(kept, []).append(v)
+        return [(v, c, _seconds(c.features), aliases.get(v, ())) for v, c in ex.children]
 
     def values(self, state) -> tuple:
         return self.space.decisions[len(state.values)].values
