@@ -98,23 +98,24 @@ def tasks_of(groups, tuner):
     return real[:1] + planted + real[1:]  # the planted kernels in the middle of the run
 
 
-def tuner_for(args, db, compile_only: bool):
+def tune_all(args, db, compile_only: bool) -> list:
+    """Tune (or, compile only, search with the cost model's times) every kernel of the cases and the planted ones."""
     from irforge.tune.display import Lines
     from irforge.tune.tuner import Options, Tuner
 
+    groups = jobs(args, capture=compile_only)
     o = Options(budget=args.budget, seconds=args.time, compile_only=compile_only, timeout=15.0)
-    return Tuner(db, o, Lines(sys.stdout, verbose=0))
+    tuner = Tuner(db, o, Lines(sys.stdout, verbose=0))
+    try:
+        return tuner.run(tasks_of(groups, tuner))
+    finally:
+        tuner.close()
 
 
 def compile_ahead(args) -> bool:
     from irforge.tune.display import report
 
-    groups = jobs(args, capture=True)
-    tuner = tuner_for(args, None, compile_only=True)
-    try:
-        results = tuner.run(tasks_of(groups, tuner))
-    finally:
-        tuner.close()
+    results = tune_all(args, None, compile_only=True)
     report(results, sys.stdout, compiled_only=True)
     size = sum(p.stat().st_size for p in Path(args.cache).rglob("*") if p.is_file())
     print(f"cache {args.cache}: {size / 2**20:.1f} MiB")
@@ -135,12 +136,7 @@ def run(args) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     db = TuneDB(args.db or out / "tune.sqlite")
     t0 = time.monotonic()
-    groups = jobs(args, capture=False)
-    tuner = tuner_for(args, db, compile_only=False)
-    try:
-        results = tuner.run(tasks_of(groups, tuner))
-    finally:
-        tuner.close()
+    results = tune_all(args, db, compile_only=False)
     tuned_s = time.monotonic() - t0
     report(results, sys.stdout)
     ok = check(results, args)

@@ -280,9 +280,6 @@ class Space:
                 state.module = parent
         return state.module
 
-    def release(self, state: State) -> None:
-        state.module = None
-
     def _run(self, module: Operation, start: int, end: int, point: dict) -> None:
         set_tune(module, point)
         PassManager(self.schedule[start:end]).run(module)
