@@ -11,10 +11,11 @@ programs. `run` (on the GPU, from that cache) tunes every distinct kernel of the
 `--time` seconds each at most) and two planted ones, a kernel that hangs and one that stores to address 0
 (`test-plant-failure` after kernel-to-cuda: the reference schedule is spared, every scheduled point fails); each
 must cost one candidate, recorded as such, and the run must go on. Into OUT (default $OUT, else bench/cache/runs):
-`tune.sqlite` (the database, to continue in a later call: pass it back with --db), `tune.json` (per kernel: what
-the search did, the baseline and the winner), `winners.json` (to commit as irforge/tune/winners.json) and
-`bench/seed84.{json,md}` (eager, irforge, irforge-tuned, interleaved). Exit 1 when a check fails: a planted kernel
-not costing exactly one candidate, a kernel over its budget, a tuned case slower than the heuristic's.
+`tune.sqlite` (the database; `--db PATH` keeps it at PATH as well, under bench/cache to go on in a later call on
+the same machine), `tune.json` (per kernel: what the search did, the baseline and the winner), `winners.json` (to
+commit as irforge/tune/winners.json) and `bench/seed84.{json,md}` (eager, irforge, irforge-tuned, interleaved, on
+--bench-cases). Exit 1 when a check fails: a planted kernel not costing exactly one candidate, a kernel over its
+budget, a tuned case slower than the heuristic's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -142,6 +144,8 @@ def run(args) -> bool:
     ok = check(results, args)
     (out / "tune.json").write_text(json.dumps(summary(results, tuned_s), indent=1) + "\n")
     n = db.export_winners(out / "winners.json")
+    if db.path.resolve() != (out / "tune.sqlite").resolve():
+        shutil.copy(db.path, out / "tune.sqlite")  # the database kept on the machine (--db) comes back too
     print(f"tuning: {tuned_s:.0f} s; {n} winners in {out / 'winners.json'}; database {db.path}")
     t1 = time.monotonic()
     rc = cli(["bench", "--suite", "seed84", "--cases", args.bench_cases, "--systems", "eager,irforge", "--tuned",
