@@ -102,6 +102,17 @@ def test_each_planted_failure_costs_one_candidate_and_the_run_goes_on(planted):
     assert sum(db.entry(r.task.key).failed for r in results) == 3
 
 
+def test_a_kernel_whose_heuristic_schedule_hangs_costs_one_candidate(tmp_path):
+    """The baseline (256 threads per block) hangs: that kernel fails, recorded with its one candidate; the next
+    kernel is tuned."""
+    db = TuneDB(tmp_path / "tune.sqlite", seed=None)
+    results = tune(tmp_path, db, [("ew", EW), ("rows", ROWS)], budget=3, FAKE_HANG_THREADS=256)
+    assert [r.status for r in results] == ["failed", "tuned"]
+    assert [c.status for c in results[0].candidates] == ["timeout"] and "baseline failed" in results[0].detail
+    assert [c["status"] for c in db.candidates(results[0].task.key)] == ["timeout"]
+    assert db.entry(results[0].task.key).winner == {} and db.entry(results[0].task.key).failed == 1
+
+
 def test_the_search_finds_the_best_and_never_loses_to_the_heuristic(planted):
     db, results = planted
     ew = results[0]

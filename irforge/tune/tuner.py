@@ -310,14 +310,14 @@ class Tuner:
         base_ir = space.schedule_of(space.baseline)
         r.baseline = Candidate(baseline_point, "ok", program=base["text"])
         r.baseline.predicted_s = _predicted(cost.features(base_ir), base)
+        r.candidates.append(r.baseline)
         if gpu is not None:
             gpu.prepare(task, ref["text"], tolerance(task.module))
             self._measure_one(r, gpu, r.baseline, base["text"])
-            if r.baseline.status != "ok":
+            if r.baseline.status != "ok":  # recorded: it cost a candidate like any other
                 raise KernelFailed(f"the baseline failed ({r.baseline.status}: {r.baseline.detail})")
         else:
             r.baseline.median_s = r.baseline.predicted_s
-        r.candidates.append(r.baseline)
         self._show(r)
 
         seen = {digest(base_ir): r.baseline}  # final schedule -> its candidate
