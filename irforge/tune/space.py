@@ -377,7 +377,7 @@ class Space:
             try:
                 if digest(self.schedule_of(trial)) == want:
                     values = trial
-            except IRForgeError:
+            except Exception:  # refused (or a pass's bug): the value stays
                 continue
         return values
 
