@@ -42,6 +42,14 @@ def _source_arguments(p: argparse.ArgumentParser, file_help: str) -> None:
 
 def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="the tuning database whose schedules to replay (default: $IRFORGE_TUNE_DB, else "
+        "~/.cache/irforge/tune.sqlite, when it exists)",
+    )
+    p.add_argument("--untuned", action="store_true", help="the heuristics' schedules, whatever `irforge tune` found")
+    p.add_argument(
         "--pass-pipeline",
         default=None,
         metavar="PIPE",
@@ -124,7 +132,21 @@ def _lowering_options(args, level: str) -> dict:
         points[where] = found
     if args.pass_pipeline is not None and (points["after"] or points["before"]):
         raise error("--after and --before insert into the default lowering; --pass-pipeline replaces it: use one")
-    return {"ir": level, "pipeline": args.pass_pipeline, **points}
+    return {"ir": level, "pipeline": args.pass_pipeline, "tuning": _tuning(args), **points}
+
+
+def _tuning(args) -> str | None:
+    """The tuning database to replay: the one named, else the default one if `irforge tune` made it."""
+    from irforge.diagnostics import error
+    from irforge.tune.db import default_path
+
+    if args.untuned or args.pass_pipeline is not None:
+        return None
+    if args.db is not None:
+        if not os.path.exists(args.db):
+            raise error(f"--db {args.db}: no such tuning database")
+        return args.db
+    return "" if default_path().exists() else None
 
 
 def _hooks(args, err, timer) -> list:
@@ -350,6 +372,19 @@ def _generate_run(args, out, err) -> int:
     return generate(args, out, err)
 
 
+# ---- tune ------------------------------------------------------------------------------------------------------
+def _tune_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.tune.command import add_arguments
+
+    add_arguments(p)
+
+
+def _tune_run(args, out, err) -> int:
+    from irforge.tune.command import run
+
+    return run(args, out, err)
+
+
 COMMANDS = {
     c.name: c
     for c in [
@@ -374,6 +409,12 @@ COMMANDS = {
             "write a plugin with one pass, its lit test and its numeric test (they pass as written)",
             new_plugin.add_arguments,
             new_plugin.run,
+        ),
+        Command(
+            "tune",
+            "search each kernel's schedule (the tile passes' options) on the GPU; compile replays the winners",
+            _tune_arguments,
+            _tune_run,
         ),
     ]
 }
