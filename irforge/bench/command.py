@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import functools
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -201,7 +202,10 @@ def _compile_only(args, cases, systems, out, err) -> int:
         _compile_and_store, suite_name=args.suite, pipelines=pipelines, cache_dir=args.cache, arch=args.arch
     )
     # Cases are independent and the cache's files are written by rename, so processes may share it.
-    with concurrent.futures.ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+    # spawn, not fork: a parent that has touched CUDA cannot hand it to forked children.
+    spawn = multiprocessing.get_context("spawn")
+    pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=spawn) if args.jobs > 1 else None
+    with pool or contextlib.nullcontext():
         done = pool.map(work, [c.id for c in cases]) if pool else map(work, [c.id for c in cases])
         for i, (case, (line, case_failed)) in enumerate(zip(cases, done)):
             progress.start(i, case)

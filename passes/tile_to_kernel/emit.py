@@ -11,6 +11,7 @@ from irforge.ir import Value
 from irforge.types import boolean
 
 FULL_UNROLL = 8  # uniform strided loops of up to this many trips unroll fully, longer ones by UNROLL
+FULL_UNROLL_REGISTERS = 128  # ... and a reduction's few trips only while trips x carried elements stay this few
 UNROLL = 4
 
 

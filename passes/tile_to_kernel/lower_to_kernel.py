@@ -45,7 +45,7 @@ from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
 from . import combines, memory, partials
-from .emit import FULL_UNROLL, combine_values, strided, value_hint
+from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
 _HW_HINTS |= {"blockIdx.x": "bx", "blockIdx.y": "by", "blockIdx.z": "bz"}
@@ -322,8 +322,12 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
     w_count, units = op.work_items, op.units(m.tk)
     hint = (value_hint(op.ivs[0]) or "w") if len(op.ivs) == 1 and op.vector == 1 else "w"
     unroll = op.attributes.get("unroll")
-    if unroll is None and not op.bind and w_count <= FULL_UNROLL and not _holds_loops_or_collectives(op):
-        unroll = 0  # a few straight trips: unrolled, the compiler overlaps one trip's loads with another's math
+    carried = sum(c.type.numel if isinstance(c.type, TensorType) else 1 for c in carries)
+    if (unroll is None and not op.bind and w_count <= FULL_UNROLL and w_count * carried <= FULL_UNROLL_REGISTERS
+            and not _holds_loops_or_collectives(op)):  # fmt: skip
+        # A few straight trips: unrolled, the compiler overlaps one trip's loads with another's math. Not when
+        # their register tiles add up past what a thread holds: ptxas then moves every tile to local memory.
+        unroll = 0
     if op.bind and units == w_count and not carries:
         m.trip[op] = w = kb.index(m.unit(op.bind), hint)
         yield None, w
