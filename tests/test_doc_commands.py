@@ -41,6 +41,8 @@ LEFT_OUT = [
     ("my-pass", "a placeholder pass"),
     ("drop-attrs", "a plugin (tests/test_plugins.py installs it)"),
     ("|", "a pipe into other tools"),
+    ("irforge tune", "needs a GPU or a tuning database (tests/test_tune.py runs --show, --export, --compile-only)"),
+    ("--tuned", "needs a GPU"),
 ]
 
 

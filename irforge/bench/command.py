@@ -5,6 +5,7 @@
     irforge bench --suite llm --cache DIR --systems eager,irforge -o OUT # on the GPU: OUT/llm.{json,md,png}
     irforge bench --merge OUT1/llm.json OUT2/llm.json -o OUT             # one report from runs split by --cases
     irforge bench --compare before/llm.json after/llm.json               # what a change did, case by case
+    irforge bench --suite seed84 --tuned --db tune.sqlite -o OUT          # + irforge-tuned: `irforge tune`'s winners
 
 Nothing heavy is imported here at module level: `irforge --help` stays instant.
 """
@@ -39,6 +40,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=PIPELINE",
         help="also time irforge lowered by PIPELINE, as system NAME (repeatable; schedule sweeps)",
+    )
+    p.add_argument(
+        "--tuned",
+        action="store_true",
+        help="also time irforge with the tuned schedules (`irforge tune`'s winners, replayed) as system irforge-tuned",
+    )
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="with --tuned: the tuning database (default: $IRFORGE_TUNE_DB, else ~/.cache/irforge/tune.sqlite; made "
+        "from the committed winners when missing)",
     )
     p.add_argument("--reps", type=int, default=100, help="timed runs per system (median; default 100)")
     p.add_argument("--min-reps", type=int, default=3, help="runs a slow system gets at least (default 3)")
@@ -116,6 +129,8 @@ def _systems(args) -> dict[str, str | None]:
     systems: dict[str, str | None] = {n: None for n in ("eager", "torch.compile") if n in chosen}
     if "irforge" in chosen:
         systems["irforge"] = args.pipeline
+    if args.tuned:
+        systems["irforge-tuned"] = _tuned_pipeline(args)
     for v in args.variant:
         name, sep, pipeline = v.partition("=")
         if not sep or not name or not pipeline:
@@ -126,6 +141,24 @@ def _systems(args) -> dict[str, str | None]:
     for pipeline in {p for p in systems.values() if p}:
         _check_pipeline(pipeline)
     return systems
+
+
+def _tuned_pipeline(args) -> str:
+    """The default lowering replaying the winners of the tuning database (seeded from the committed winners when
+    it does not exist yet), as pipeline text."""
+    from irforge.compiler import lowering
+    from irforge.diagnostics import error
+    from irforge.pipeline import schedule_text
+    from irforge.tune.db import TuneDB
+
+    from . import DEFAULT_PIPELINE
+
+    if args.pipeline != DEFAULT_PIPELINE:
+        raise error("--tuned replays tuned schedules into the default lowering: leave --pipeline out")
+    db = TuneDB(args.db)
+    path = str(db.path.resolve())
+    db.close()
+    return schedule_text(lowering("cuda", tuning=path))
 
 
 def _check_pipeline(pipeline: str) -> None:
