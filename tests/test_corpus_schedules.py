@@ -40,8 +40,10 @@ def test_corpus_program_lowers_to_cuda_and_matches_at_every_step(name):
     prog = dataclasses.replace(prog, module=m, level="loop")
     reference = interpret(m, prog.inputs, prog.params)
     for p in _pipeline("loop-to-tile"):
+        before = str(m)
         run_pipeline(m, p)
-        _assert_matches(reference, m, prog, f"after {p}")
+        if str(m) != before:  # a pass that changed nothing cannot change the answer: the program is the same
+            _assert_matches(reference, m, prog, f"after {p}")
     assert module_level(m) == "tile"
     run_pipeline(m, "tile-to-kernel")
     assert module_level(m) == "kernel"
