@@ -187,15 +187,20 @@ def matmul(b: TensorBuilder, x: Value, w: Value, *, w_transposed: bool = False, 
     return b.reshape(out, final)
 
 
-def softmax(b: TensorBuilder, x: Value, dim: int, *, log: bool = False) -> Value:
-    """Numerically stable softmax (or log-softmax) over `dim`, in x's type (callers cast half types to f32)."""
+def softmax(b: TensorBuilder, x: Value, dim: int, *, log: bool = False, safe: bool = False) -> Value:
+    """Numerically stable softmax (or log-softmax) over `dim`, in x's type (callers cast half types to f32).
+
+    `safe`: a row whose elements are all -inf (fully masked) gives zeros instead of NaN, as PyTorch's attention
+    does."""
     dim %= x.type.rank
-    shifted = b.ew("sub", x, b.reduce("max", x, [dim]))
+    mx = b.reduce("max", x, [dim])
+    shifted = b.ew("sub", x, mx)
     e = b.ew("exp", shifted)
     s = b.reduce("add", e, [dim])
     if log:
         return b.ew("sub", shifted, b.ew("log", s))
-    return b.ew("div", e, s)
+    p = b.ew("div", e, s)
+    return b.select(b.ew("eq", mx, float("-inf")), 0.0, p) if safe else p
 
 
 def in_f32(b: TensorBuilder, x: Value) -> Value:
