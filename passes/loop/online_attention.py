@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from irforge.dialects.loop import BufferOp, LoadOp, ReduceOp
+from irforge.dialects.loop import BufferOp, ForOp, LoadOp, ReduceOp, indexing
 from irforge.dialects.loop.build import Builder
 from irforge.dialects.loop.transforms import (
     cleanup,
@@ -14,6 +14,7 @@ from irforge.dialects.scalar import ConstOp, ScalarMathOp
 from irforge.passes.loop.fusion import drop_store, inline_producer, producer_of, rename_kernels
 from irforge.passes.loop.online_softmax import computation
 
+from irforge import index_expr as ix
 from irforge.builtin import FuncOp
 from irforge.ir import Operation, OpResult, Value
 from irforge.location import fuse
@@ -60,8 +61,10 @@ def _fold_one(func: FuncOp, p: OnlineAttention) -> bool:
                 folded = _fold(r, stats, path, x)
                 eliminate_dead(kernel)  # the statistics' own reduction, when only the sum read it
                 scores = _inline_scores(func, kernel, folded)
+                groups = _split_shared_heads(folded)
                 cleanup(kernel)
                 what = f"; the scores' contraction inlined from @{scores}" if scores else ""
+                what += "".join(f"; {n} x {g} query heads sharing key/value heads" for n, g in groups)
                 p.remark(
                     folded,
                     f"softmax-weighted contraction over {folded.extent} keys folded into the online carrier "
@@ -228,6 +231,51 @@ def _depends(v: Value, subst: dict) -> bool:
         seen.add(id(x))
         todo.extend(op.operands)
     return False
+
+
+# ---- grouped-query attention ------------------------------------------------------------------------------------
+def _split_shared_heads(folded: ReduceOp) -> list[tuple[int, int]]:
+    """Split each free loop around `folded` that the reduction's loads read through `floordiv g` (the key/value
+    head of a query head, GQA) into the shared heads and the `g` heads of each group, so that a group's query
+    heads are rows of the contraction over one key/value head: the tile level can load that head once for them.
+    Returns (heads, g) per split."""
+    out = []
+    for loop in [a for a in folded.ancestors() if isinstance(a, ForOp)]:
+        g = _group(loop, folded)
+        if g is None:
+            continue
+        b = Builder.before_op(loop)
+        outer_iv, outer = b.for_(loop.extent // g, loop.iv.name_hint)
+        inner_iv, inner = outer.for_(g, loop.iv.name_hint)
+        at = inner.index(indexing.ValueDim(outer_iv) * g + indexing.ValueDim(inner_iv))
+        loop.iv.replace_all_uses_with(at)
+        for op in list(loop.body.ops):
+            inner.insert(op.detach())
+        out.append((loop.extent // g, g))
+        loop.erase()
+    return out
+
+
+def _group(loop: ForOp, folded: ReduceOp) -> int | None:
+    """The g of the `loop index floordiv g` some load in `folded` reads, when g divides the loop's extent."""
+    for ld in [o for o in folded.walk() if isinstance(o, LoadOp)]:
+        for e in ld.index_exprs():
+            for x in _subexprs(e):
+                if (
+                    isinstance(x, ix.FloorDiv)
+                    and x.lhs == indexing.ValueDim(loop.iv)
+                    and isinstance(x.rhs, ix.Const)
+                    and 1 < x.rhs.value < loop.extent
+                    and loop.extent % x.rhs.value == 0
+                ):
+                    return x.rhs.value
+    return None
+
+
+def _subexprs(e):
+    yield e
+    for k in e.children():
+        yield from _subexprs(k)
 
 
 # ---- the scores' producer ----------------------------------------------------------------------------------------
