@@ -8,7 +8,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from irforge.dialects.loop import KernelOp, ReduceOp
-from irforge.passes.torch_to_tensor.attention import _share_heads
 from irforge.passes.torch_to_tensor.common import matmul, softmax
 
 from irforge.interpreter import interpret
@@ -28,38 +27,18 @@ BEFORE = (
 def attention_programs(draw):
     """softmax(q kᵀ · scale [+ mask]) @ v over random shapes: SDPA's safe softmax or the plain written-out one, no
     mask, causal, a boolean keep-mask or an additive one, key/value heads shared by groups of query heads."""
-    batch, kv_heads, group = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    queries, keys, e, ev = (
-        draw(st.integers(1, 5)),
-        draw(st.integers(1, 6)),
-        draw(st.integers(1, 4)),
-        draw(st.integers(1, 3)),
+    return loopgen.attention_module(
+        batch=draw(st.integers(1, 2)),
+        kv_heads=draw(st.integers(1, 2)),
+        group=draw(st.integers(1, 2)),
+        queries=draw(st.integers(1, 5)),
+        keys=draw(st.integers(1, 6)),
+        e=draw(st.integers(1, 4)),
+        ev=draw(st.integers(1, 3)),
+        mask=draw(st.sampled_from(["none", "causal", "bool", "add"])),
+        safe=draw(st.booleans()),
+        scale=draw(st.sampled_from([1.0, 0.5, -2.0])),
     )
-    mask = draw(st.sampled_from(["none", "causal", "bool", "add"]))
-    safe = draw(st.booleans())
-    scale = draw(st.sampled_from([1.0, 0.5, -2.0]))
-    heads = kv_heads * group
-    types = [
-        tensor(f32, batch, heads, queries, e),
-        tensor(f32, batch, kv_heads, keys, e),
-        tensor(f32, batch, kv_heads, keys, ev),
-        tensor(boolean if mask == "bool" else f32, queries, keys),
-    ]
-
-    def build(b, q, k, v, m):
-        if group > 1:
-            k, v = _share_heads(b, k, heads), _share_heads(b, v, heads)
-        s = b.ew("mul", matmul(b, q, k, w_transposed=True), scale)
-        shape = s.type.shape
-        if mask == "causal":
-            s = b.select(b.ew("le", b.iota(3, shape), b.iota(2, shape)), s, float("-inf"))
-        elif mask == "bool":
-            s = b.select(b.broadcast_to(m, shape), s, float("-inf"))
-        elif mask == "add":
-            s = b.ew("add", s, b.broadcast_to(m, shape))
-        return [matmul(b, softmax(b, s, -1, safe=safe), v)]
-
-    return loopgen.tensor_module(types, ["q", "k", "v", "m"], build)
 
 
 def _kernels(module) -> list[KernelOp]:

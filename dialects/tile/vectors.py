@@ -202,10 +202,10 @@ class Lanes:
                 # A component varies along what the components its combine reads vary along (the online sums
                 # along the max's lanes and their own, the max along its own only).
                 own = {LaneDim(op, d) for d in range(len(op.extents))}
-                parts = _read_components(op.carriers, [len(r) for _, _, r in op.carriers], op.yielded, v.index)
+                parts = read_components(op.carriers, [len(r) for _, _, r in op.carriers], op.yielded, v.index)
                 got = frozenset().union(*(self.of(y) for y in parts)) - own
             elif isinstance(op, CombineOp):
-                parts = _read_components(op.carriers, [w for _, w, _ in op.carriers], op.operands, v.index)
+                parts = read_components(op.carriers, [w for _, w, _ in op.carriers], op.operands, v.index)
                 got = frozenset().union(*(self.of(x) for x in parts))
             else:
                 got = frozenset().union(*(self.of(x) for x in op.operands))
@@ -213,7 +213,7 @@ class Lanes:
         return got
 
 
-def _read_components(carriers, widths: list[int], values, index: int) -> list[Value]:
+def read_components(carriers, widths: list[int], values, index: int) -> list[Value]:
     """The values (one per component, carriers in order) that component `index` of the carriers' combine reads."""
     at = 0
     for (monoid, *_), width in zip(carriers, widths):

@@ -175,14 +175,18 @@ class Heuristic:
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Blocks sharing one reduction. A contraction's: enough that the kernel has BLOCKS_PER_SM blocks for each
         multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips to
-        fill). A long row's (split-row): when the rows fill less than half the multiprocessors, enough blocks per
-        row to fill them twice, each share at least MIN_ROW_SHARE elements."""
+        fill); attention's prefill (A computed in the element, blocks of a warp or more) only up to one block per
+        multiprocessor, as each share stores a whole partial O. A long row's (split-row): when the rows fill less
+        than half the multiprocessors, enough blocks per row to fill them twice, each share at least
+        MIN_ROW_SHARE elements."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
             if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
                 return 1
             want, least = 2 * target().sm_count, MIN_ROW_SHARE
+        elif _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
+            want, least = target().sm_count, MIN_SHARE
         else:
             want, least = BLOCKS_PER_SM * target().sm_count, MIN_SHARE
         best = 1
@@ -255,6 +259,17 @@ def _recomputes_a(loop: T.ForOp) -> bool:
     """Whether the loop's points are a contraction's outputs whose A factor a reduction computes in the element
     (attention's scores, inside P @ V): a work item computes each A element once for all its points along N."""
     return any(c.a_reduction is not None for c in contractions_in(loop))
+
+
+def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
+    """Whether `reduce` is (or holds the chunks of) a contraction whose A factor a reduction computes."""
+    return any(
+        c.a_reduction is not None
+        for r in reduce.walk()
+        if isinstance(r, T.ReduceOp)
+        for c in [contraction_of(r)]
+        if c is not None
+    )
 
 
 def _holds_contraction(reduce: T.ReduceOp) -> bool:
