@@ -12,6 +12,9 @@ Nothing heavy is imported here at module level: `irforge --help` stays instant.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import functools
 import time
 from pathlib import Path
 
@@ -54,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", metavar="DIR", help="compiled programs and CUBINs (written by --compile-only)")
     p.add_argument("--compile-only", action="store_true", help="compile into --cache and stop (no GPU needed)")
     p.add_argument("--arch", default="sm_90a", help="the GPU arch --compile-only compiles for (default sm_90a)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="--compile-only: cases compiled at once")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the suite's cases and stop (no GPU needed)")
     mode.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="the per-case change from A to B")
@@ -144,39 +148,32 @@ def _list(cases, out) -> None:
 
 # ---- compile only ----------------------------------------------------------------------------------------------
 def _compile_only(args, cases, systems, out, err) -> int:
-    from dataclasses import replace
-
     from irforge.diagnostics import error
-    from irforge.target import target, use_target
 
-    from .compile_cache import CompileCache, compile_case
+    from .compile_cache import CompileCache
 
     if not args.cache:
         raise error("--compile-only writes into a cache: give it --cache DIR")
     pipelines = {n: p for n, p in systems.items() if p}
     if not pipelines:
         raise error("--compile-only compiles irforge's programs: keep irforge (or a --variant) in --systems")
+    if args.jobs < 1:
+        raise error(f"--jobs {args.jobs}: give at least 1")
     cache = CompileCache(args.cache)
     cache.use_for_cubins()
     progress = Progress(len(cases), err, verb="compiling")
     t0 = time.perf_counter()
     failed = []
-    with use_target(replace(target(), arch=args.arch)):
-        for i, case in enumerate(cases):
+    work = functools.partial(
+        _compile_and_store, suite_name=args.suite, pipelines=pipelines, cache_dir=args.cache, arch=args.arch
+    )
+    # Cases are independent and the cache's files are written by rename, so processes may share it.
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+        done = pool.map(work, [c.id for c in cases]) if pool else map(work, [c.id for c in cases])
+        for i, (case, (line, case_failed)) in enumerate(zip(cases, done)):
             progress.start(i, case)
-            results = []
-            for name, pipeline in pipelines.items():
-                if case.missing():
-                    results.append(f"{name}: {case.missing()}")
-                    continue
-                c = compile_case(case, pipeline, args.arch)
-                cache.store(case, pipeline, args.arch, c)
-                results.append(
-                    f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)"
-                )
-                if c.error:
-                    failed.append(f"{case.id} ({name}): {c.error}")
-            progress.done_line(case.id + ": " + "; ".join(results))
+            failed += case_failed
+            progress.done_line(line)
     progress.close()
     size = sum(p.stat().st_size for p in Path(args.cache).rglob("*") if p.is_file())
     out.write(
@@ -186,6 +183,34 @@ def _compile_only(args, cases, systems, out, err) -> int:
     for f in failed:
         out.write(f"  failed: {f}\n")
     return 0
+
+
+def _compile_and_store(case_id: str, suite_name: str, pipelines: dict, cache_dir: str, arch: str):
+    """Compile one case (by id: a case's function need not pickle) with every pipeline into the cache: its
+    progress line and its failures."""
+    from dataclasses import replace
+
+    from irforge.target import target, use_target
+
+    from .case import suite
+    from .compile_cache import CompileCache, compile_case
+
+    case = next(c for c in suite(suite_name) if c.id == case_id)
+
+    cache = CompileCache(cache_dir)
+    cache.use_for_cubins()
+    results, failed = [], []
+    with use_target(replace(target(), arch=arch)):
+        for name, pipeline in pipelines.items():
+            if case.missing():
+                results.append(f"{name}: {case.missing()}")
+                continue
+            c = compile_case(case, pipeline, arch)
+            cache.store(case, pipeline, arch, c)
+            results.append(f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)")
+            if c.error:
+                failed.append(f"{case.id} ({name}): {c.error}")
+    return case.id + ": " + "; ".join(results), failed
 
 
 # ---- a run -----------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 
 from __future__ import annotations
 
+import math
+
 from irforge.dialects import tile as T
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
@@ -38,13 +40,17 @@ SCORE_THREADS = 64
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 64
 RING = 3
+SPLITS = (2, 3, 4, 6, 8, 12, 16, 24, 32)  # the blocks a reduction may be split over
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
-BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
+BLOCKS_PER_SM = 4  # split-K toward this many blocks of small register-tiled tiles per multiprocessor
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
+# tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: on an H100 a 2048^3
+# product the model gave 2% for raster 16 ran 16% slower (bench/results/contraction_sweep-h100-2026-11-24, sweep 4).
+RASTER_MIN_SAVING = 0.10
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
 UNROLL_OPS = 4096
@@ -173,29 +179,31 @@ class Heuristic:
         return chunk if chunk < k else 1
 
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Blocks sharing one reduction. A contraction's: enough that the kernel has BLOCKS_PER_SM blocks for each
-        multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips to
-        fill); attention's prefill (A computed in the element, blocks of a warp or more) only up to one block per
-        multiprocessor, as each share stores a whole partial O. A long row's (split-row): when the rows fill less
-        than half the multiprocessors, enough blocks per row to fill them twice, each share at least
-        MIN_ROW_SHARE elements."""
+        """Blocks sharing one reduction. A contraction's: the split whose block count comes nearest (by ratio;
+        the larger on a tie) to BLOCKS_PER_SM blocks for each multiprocessor, each share at least MIN_SHARE trips
+        (its chunks are staged: the pipeline needs trips to fill); fewer blocks leave multiprocessors idle, more
+        add atomics and shorten the pipeline (sweep 4 of bench/results/contraction_sweep-h100-2026-11-24: 64
+        blocks of a [128,2048,2048] product ran best split 4-8, not 16); attention's prefill (A computed in the
+        element, blocks of a warp or more) aims at one block per multiprocessor, as each share stores a whole
+        partial O. A long row's (split-row): when the rows fill less than half the multiprocessors, enough blocks
+        per row to fill them twice, each share at least MIN_ROW_SHARE elements."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
             if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
                 return 1
-            want, least = 2 * target().sm_count, MIN_ROW_SHARE
-        elif _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
-            want, least = target().sm_count, MIN_SHARE
-        else:
-            want, least = BLOCKS_PER_SM * target().sm_count, MIN_SHARE
-        best = 1
-        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
-            if blocks * best >= want:
-                break
-            if trips % s == 0 and trips // s >= least:
-                best = s
-        return best
+            best = 1
+            for s in SPLITS:
+                if blocks * best >= 2 * target().sm_count:
+                    break
+                if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
+                    best = s
+            return best
+        want = BLOCKS_PER_SM * target().sm_count
+        if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
+            want = target().sm_count
+        fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
+        return min(fits, key=lambda s: (abs(math.log(blocks * s / want)), -s))
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
