@@ -35,9 +35,11 @@ class OnlineAttention(Pass):
     attention's rescale), and `h` is applied to the result. When `x_j` reads a buffer a contraction wrote (the
     scores `q · k`) and nothing else reads it, that kernel's computation is inlined into the reduction, so the
     scores are never stored: q · kᵀ, the mask and scale, the softmax and P · V are one kernel. SDPA, the written-out
-    form and einsum reach it alike; GQA is the key/value loads' head subscript. The outputs' free loop (the head
-    dimension) stays around the reduction: the tile level gives a thread the whole loop as a register tile, so each
-    score is computed once per query and key.
+    form and einsum reach it alike. A free loop the reduction's loads read through `floordiv g` (the key/value head
+    of a query head, GQA) is split into the shared heads and the `g` heads of each group, which makes the group's
+    heads rows of one contraction over a key/value head. The outputs' free loop (the head dimension) stays around
+    the reduction: the tile level gives a thread the whole loop as a register tile, so each score is computed once
+    per query and key.
     """
 
     name = "loop-online-attention"
