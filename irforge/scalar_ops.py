@@ -292,6 +292,15 @@ class Monoid:
             outputs.append(f"r{i}")
         return tuple(steps), tuple(outputs)
 
+    def component_inputs(self, width: int) -> tuple[frozenset[int], ...]:
+        """Which carrier components each component of the combine reads (from either side), by the data flow of
+        `combine_program`: the online max reads only the maxima, each sum the maxima and itself."""
+        steps, outputs = self.combine_program(width)
+        reads: dict[str, frozenset[int]] = {f"{side}{i}": frozenset({i}) for side in "ab" for i in range(width)}
+        for st in steps:
+            reads[st.result] = frozenset().union(*(reads[x] for x in st.args if isinstance(x, str)))
+        return tuple(reads[o] for o in outputs)
+
     def folds_into_carrier(self) -> bool:
         """Whether folding elements and then combining with a carrier is folding them starting from the carrier
         (one fold step with the combine's own op), so an accumulator can take the elements one after another."""

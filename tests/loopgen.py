@@ -227,3 +227,38 @@ def contraction_programs(draw, dims=CONTRACTION_DIMS, ks=CONTRACTION_KS):
         return [b.reshape(y, (*y.type.shape, 1)) if unit else y]
 
     return tensor_module(args, names, build)
+
+
+def attention_module(*, batch, kv_heads, group, queries, keys, e, ev, mask="none", safe=True, scale=1.0, dtype=f32):
+    """softmax(q kᵀ · scale [+ mask]) @ v at the tensor level, as SDPA decomposes it (`safe`: a fully masked row
+    gives zeros) or as written out: q [batch, kv_heads * group, queries, e], k and v [batch, kv_heads, keys, e|ev]
+    (GQA when group > 1), the mask [queries, keys] ("causal" builds it from indices; "bool" keeps where true;
+    "add" adds it)."""
+    from irforge.passes.torch_to_tensor.attention import _share_heads
+    from irforge.passes.torch_to_tensor.common import matmul, softmax
+
+    from irforge.types import boolean
+
+    heads = kv_heads * group
+    types = [
+        tensor(dtype, batch, heads, queries, e),
+        tensor(dtype, batch, kv_heads, keys, e),
+        tensor(dtype, batch, kv_heads, keys, ev),
+        tensor(boolean if mask == "bool" else f32, queries, keys),
+    ]
+
+    def build(b, q, k, v, m):
+        if group > 1:
+            k, v = _share_heads(b, k, heads), _share_heads(b, v, heads)
+        s = b.ew("mul", matmul(b, q, k, w_transposed=True, out_dtype=f32), scale)
+        shape = s.type.shape
+        if mask == "causal":
+            s = b.select(b.ew("le", b.iota(3, shape), b.iota(2, shape)), s, float("-inf"))
+        elif mask == "bool":
+            s = b.select(b.broadcast_to(m, shape), s, float("-inf"))
+        elif mask == "add":
+            s = b.ew("add", s, b.broadcast_to(m, shape))
+        out = matmul(b, softmax(b, s, -1, safe=safe), b.cast(v, f32))
+        return [b.cast(out, dtype) if dtype != f32 else out]
+
+    return tensor_module(types, ["q", "k", "v", "m"], build)

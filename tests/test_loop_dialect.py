@@ -240,3 +240,10 @@ def test_online_carrier_means_max_and_rescaled_sum():
     m, s = MONOIDS["online"].reduce((x, w), 0, [f32, f32])
     assert m == 3.0
     np.testing.assert_allclose(s, 2 * np.exp(-2.0) + 1 + 0.5 * np.exp(-1.0), rtol=1e-6)
+
+
+def test_monoid_component_inputs_follow_the_combine():
+    """What each component of a combine reads, derived from `combine_program`, against the algebra by hand: the
+    online max reads only the maxima; each rescaled sum reads the maxima and itself; `add` reads itself."""
+    assert MONOIDS["online"].component_inputs(3) == ({0}, {0, 1}, {0, 2})
+    assert MONOIDS["add"].component_inputs(1) == ({0},)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from loopgen import contraction_programs
+from loopgen import attention_module, contraction_programs
 from tilegen import (
     CONTRACTION_OPTIONS,
     CONTRACTION_PASSES,
@@ -60,6 +60,32 @@ def test_each_pass_keeps_a_contractions_answer_and_is_idempotent(name, module, d
     """The passes that schedule contractions act on what the ones before them in the pipeline made: those run
     first (each with probability 9/10, with options under which they act), on random contractions with
     prologues and epilogues."""
+    run_pipeline(module, "tensor-to-loop")
+    before = data.draw(in_order(CONTRACTION_OPTIONS, before=name, keep=9))
+    options = CONTRACTION_OPTIONS[name] + SCHEDULE_OPTIONS[name]
+    _keeps_the_answer_and_is_idempotent(name + data.draw(st.sampled_from(options)), before, module)
+
+
+@st.composite
+def _attention_programs(draw):
+    """Small attention programs whose keys the chunks divide (prefill and decode shapes, GQA, masks)."""
+    return attention_module(
+        batch=1,
+        kv_heads=draw(st.sampled_from((1, 2))),
+        group=draw(st.sampled_from((1, 2))),
+        queries=draw(st.sampled_from((1, 4, 16))),
+        keys=draw(st.sampled_from((16, 32))),
+        e=draw(st.sampled_from((4, 8))),
+        ev=draw(st.sampled_from((4, 8))),
+        mask=draw(st.sampled_from(("none", "causal", "add"))),
+    )
+
+
+@pytest.mark.parametrize("name", CONTRACTION_PASSES)
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_attention_programs(), st.data())
+def test_each_pass_keeps_attentions_answer_and_is_idempotent(name, module, data):
+    """The same on attention (one online reduction carrying (m, l, O), the scores a reduction inside it)."""
     run_pipeline(module, "tensor-to-loop")
     before = data.draw(in_order(CONTRACTION_OPTIONS, before=name, keep=9))
     options = CONTRACTION_OPTIONS[name] + SCHEDULE_OPTIONS[name]

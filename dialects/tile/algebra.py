@@ -8,13 +8,17 @@ all found alike.
     c = contraction_of(reduce)      # None when it is no contraction
     c.m, c.n, c.batch               # the free loop indices each kind of output index is
     c.a, c.b                        # the loads of each factor
+
+An `online` carrier is a contraction too when its sums are weighted: the element `(x, w_1, ..., w_k)` stands for
+the products `exp(x - m) · w_i`, so A is what `x` reads and B what the weights read (attention's P @ V, with the
+scores `x` computed in the element by a reduction of their own: `c.a_reduction`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irforge.dialects.scalar import CastOp, ScalarMathOp
+from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
@@ -31,6 +35,8 @@ class Contraction:
     n: list[Value] = field(default_factory=list)  # ... only B's
     batch: list[Value] = field(default_factory=list)  # ... both use
 
+    a_reduction: ReduceOp | None = None  # the reduction computing A's factor inside the element, if any
+
     @property
     def k(self) -> Value:
         return self.reduce.iv
@@ -43,8 +49,9 @@ def _unwrap(v: Value) -> Value:
     return v
 
 
-def _slice_loads(v: Value, within: Operation) -> list[LoadOp] | None:
-    """The loads the computation of `v` reads inside `within` (None if it reads a loop's result there)."""
+def _slice_loads(v: Value, within: Operation, reductions: list | None = None) -> list[LoadOp] | None:
+    """The loads the computation of `v` reads inside `within` (None if it reads a loop's result there, unless
+    `reductions` collects the reductions it reads, whose loads count too)."""
     out, seen, todo = [], set(), [v]
     while todo:
         x = todo.pop()
@@ -60,7 +67,10 @@ def _slice_loads(v: Value, within: Operation) -> list[LoadOp] | None:
             todo.extend(op.operands)
         elif op.name == "tile.index":
             continue
-        else:
+        elif isinstance(op, ReduceOp) and reductions is not None and op not in reductions:
+            reductions.append(op)
+            out += [ld for ld in op.walk() if isinstance(ld, LoadOp)]
+        elif not isinstance(op, ReduceOp) or reductions is None:
             return None
     return out
 
@@ -80,7 +90,8 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
     the same two factors' kinds (several carriers: contractions sharing a factor, as gate and up share x)."""
     if not isinstance(reduce, ReduceOp) or not reduce.body.ops or not isinstance(reduce.body.ops[-1], YieldOp):
         return None
-    if any(m.name != "add" for m, _, _ in reduce.carriers):
+    pairs = _factor_pairs(reduce)
+    if not pairs:
         return None
     free = [iv for lp in enclosing_loops(reduce) if isinstance(lp, ForOp) for iv in lp.ivs]
     k = reduce.iv
@@ -88,11 +99,9 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
     b_loads: list[LoadOp] = []
     m_set: set | None = None
     n_set: set | None = None
-    for y in reduce.yielded:
-        prod = _unwrap(y).owner
-        if not (isinstance(prod, ScalarMathOp) and prod.fn == "mul"):
-            return None
-        sides = [_slice_loads(x, reduce) for x in prod.operands]
+    reductions: list = []
+    for pair in pairs:
+        sides = [_slice_loads(x, reduce, reductions if online else None) for x, online in pair]
         if any(s is None or not s for s in sides):
             return None
         idx = [_indices(s) for s in sides]
@@ -112,9 +121,30 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
     both = _indices(a_loads) & _indices(b_loads)
     m_ivs = [v for v in free if v in m_set]
     n_ivs = [v for v in free if v in n_set]
-    if not m_ivs or not n_ivs:
+    if not m_ivs or not n_ivs or len(reductions) > 1:
         return None
-    return Contraction(reduce, a_loads, b_loads, m_ivs, n_ivs, [v for v in free if v in both])
+    c = Contraction(reduce, a_loads, b_loads, m_ivs, n_ivs, [v for v in free if v in both])
+    c.a_reduction = reductions[0] if reductions else None
+    return c
+
+
+def _factor_pairs(reduce: ReduceOp) -> list[tuple[tuple[Value, bool], tuple[Value, bool]]] | None:
+    """The two factors of each product the carriers sum, each with whether reductions may compute it: the operands
+    of each `add` carrier's `mul`; `exp(x - m) · w` for each weighted sum of one `online` carrier (x may be
+    computed by a reduction in the element, attention's scores). None when a carrier is neither."""
+    carriers = reduce.carriers
+    if all(m.name == "add" for m, _, _ in carriers):
+        out = []
+        for y in reduce.yielded:
+            prod = _unwrap(y).owner
+            if not (isinstance(prod, ScalarMathOp) and prod.fn == "mul"):
+                return None
+            out.append(((prod.operands[0], False), (prod.operands[1], False)))
+        return out
+    if len(carriers) != 1 or carriers[0][0].name != "online":
+        return None
+    x, *weights = reduce.yielded
+    return [((x, True), (w, False)) for w in weights if not isinstance(_unwrap(w).owner, ConstOp)] or None
 
 
 def contractions_in(op: Operation) -> list[Contraction]:

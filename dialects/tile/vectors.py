@@ -199,23 +199,25 @@ class Lanes:
                 offset = flat_offset(op)
                 got = frozenset(ld for ld in loop_lanes(op) if coefficient(offset, ld.iv) != 0)
             elif isinstance(op, LoopOp):
-                # A carrier's components combine together (online: the sums rescale by the max): they vary alike.
+                # A component varies along what the components its combine reads vary along (the online sums
+                # along the max's lanes and their own, the max along its own only).
                 own = {LaneDim(op, d) for d in range(len(op.extents))}
-                at = 0
-                for _, _, results in op.carriers:
-                    if at <= v.index < at + len(results):
-                        break
-                    at += len(results)
-                parts = op.yielded[at : at + len(results)]
+                parts = read_components(op.carriers, [len(r) for _, _, r in op.carriers], op.yielded, v.index)
                 got = frozenset().union(*(self.of(y) for y in parts)) - own
             elif isinstance(op, CombineOp):
-                at = 0
-                for _, width, _ in op.carriers:
-                    if at <= v.index < at + width:
-                        break
-                    at += width
-                got = frozenset().union(*(self.of(x) for x in op.operands[at : at + width]))
+                parts = read_components(op.carriers, [w for _, w, _ in op.carriers], op.operands, v.index)
+                got = frozenset().union(*(self.of(x) for x in parts))
             else:
                 got = frozenset().union(*(self.of(x) for x in op.operands))
         self.cache[v] = got
         return got
+
+
+def read_components(carriers, widths: list[int], values, index: int) -> list[Value]:
+    """The values (one per component, carriers in order) that component `index` of the carriers' combine reads."""
+    at = 0
+    for (monoid, *_), width in zip(carriers, widths):
+        if index < at + width:
+            return [values[at + i] for i in monoid.component_inputs(width)[index - at]]
+        at += width
+    raise IndexError(index)

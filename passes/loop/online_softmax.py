@@ -60,17 +60,17 @@ def _is_exp_sum_of(sm: ReduceOp, mx: ReduceOp) -> bool:
     uses_in_sum = [u for u, _ in mx.result.uses if sm.is_ancestor_of(u)]
     if uses_in_sum != [d.op]:
         return False
-    return _computation(x, sm) == _computation(mx.yielded[0], mx)
+    return computation(x, sm) == computation(mx.yielded[0], mx)
 
 
-def _computation(v, red: ReduceOp):
+def computation(v, red: ReduceOp):
     """How `v` is computed inside `red`'s body, up to names, with the loop index as a marker."""
     if v is red.iv:
         return ("index",)
     if not (isinstance(v, OpResult) and red.is_ancestor_of(v.op)):
         return ("outside", id(v))
     op = v.op
-    operands = tuple(_computation(u, red) for u in op.operands)
+    operands = tuple(computation(u, red) for u in op.operands)
     body = region_key(op, {red.iv: "index"}) if op.regions else ()
     attrs = tuple(sorted((k, attr_key(a)) for k, a in op.attributes.items()))
     return (op.name, attrs, str(v.type), v.index, operands, body)

@@ -16,8 +16,9 @@ class TileChunkReduce(Pass):
     carriers (a partial carrier is an element of its monoid, the online carrier's too), from the original init.
     Each outer trip is where the slabs a chunk reads can be staged (`tile-stage-inputs`), and the unit a
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
-    hold loops, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
-    `bk` does not divide.
+    chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
+    `bk` does not divide. A reduction computed in the element (attention's scores inside its keys' loop) moves
+    into the chunk with the rest of the body.
     """
 
     name = "tile-chunk-reduce"
@@ -41,12 +42,10 @@ class TileChunkReduce(Pass):
 def _candidate(r) -> bool:
     if not isinstance(r, T.ReduceOp) or r.bind or r.vector > 1 or "unroll" in r.attributes:
         return False
-    if any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
-        return False
-    return not _is_chunk(r)
+    return not is_chunk(r) and not any(isinstance(x, T.ReduceOp) and is_chunk(x) for x in r.body.ops)
 
 
-def _is_chunk(r: T.ReduceOp) -> bool:
+def is_chunk(r: T.ReduceOp) -> bool:
     """Whether `r` is the inner reduction of a chunked one: the whole body of a reduction with its monoids that
     yields its results."""
     outer = r.parent_op

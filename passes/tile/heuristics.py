@@ -34,6 +34,9 @@ STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (o
 # accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
 # the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
 THREAD_OUTPUTS = 64
+# Attention (a contraction whose A factor, the scores, a reduction computes in the element): a thread takes whole
+# rows of the output (all of the head dimension), a block this many threads sharing each staged key/value chunk.
+SCORE_THREADS = 64
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 64
 RING = 3
@@ -117,6 +120,10 @@ class Heuristic:
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
+        if _recomputes_a(band):  # a thread's tile spans N, so each A element (a score) is computed once
+            rows = max(1, THREAD_OUTPUTS // n)
+            bm = max(x for x in range(1, min(m, rows * SCORE_THREADS) + 1) if m % x == 0)
+            return bm, n, max(1, min(SCORE_THREADS, bm))
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
         return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
@@ -127,6 +134,11 @@ class Heuristic:
         units = loop.units(kernel)
         per_thread = max(1, loop.iterations // units)
         m, n = loop.extents[m_dim], loop.extents[n_dim]
+        if _recomputes_a(loop):  # all of N, rows for the rest
+            tm = max(1, per_thread // n)
+            while m % tm:
+                tm //= 2
+            return tm, n
         tm = tn = 1
         while tm * tn < min(per_thread, THREAD_OUTPUTS):
             if tn <= tm and n % (tn * 2) == 0:
@@ -179,7 +191,8 @@ class Heuristic:
         best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
         (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
-        share at least MIN_ROW_SHARE elements."""
+        share at least MIN_ROW_SHARE elements. Attention's prefill (A computed in the element, blocks of a warp or
+        more) aims at one block per multiprocessor, as each share stores a whole partial O."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         sms = target().sm_count
@@ -195,6 +208,8 @@ class Heuristic:
                     best = s
             return best
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
+        if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
+            return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
         nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
         if blocks >= DEEP_SPLIT_WAVES * sms:
             return nearest
@@ -257,6 +272,23 @@ class Heuristic:
     def unroll_ops(self, kernel: T.KernelOp, loop: T.LoopOp) -> int:
         """Most register-tile element operations an innermost loop may unroll fully to (tile-unroll)."""
         return UNROLL_OPS
+
+
+def _recomputes_a(loop: T.ForOp) -> bool:
+    """Whether the loop's points are a contraction's outputs whose A factor a reduction computes in the element
+    (attention's scores, inside P @ V): a work item computes each A element once for all its points along N."""
+    return any(c.a_reduction is not None for c in contractions_in(loop))
+
+
+def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
+    """Whether `reduce` is (or holds the chunks of) a contraction whose A factor a reduction computes."""
+    return any(
+        c.a_reduction is not None
+        for r in reduce.walk()
+        if isinstance(r, T.ReduceOp)
+        for c in [contraction_of(r)]
+        if c is not None
+    )
 
 
 def _holds_contraction(reduce: T.ReduceOp) -> bool:

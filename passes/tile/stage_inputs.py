@@ -5,6 +5,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.vectors import expand
+from irforge.passes.tile.chunk_reduce import is_chunk
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge import index_expr as ix
@@ -98,6 +99,8 @@ def _together(r: T.ReduceOp) -> bool:
     block's threads share its unit)."""
     if r.bind or r.vector > 1 or not any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
         return False
+    if is_chunk(r) and not r.parent_op.bind:  # a chunk of K: the enclosing trip stages the whole chunk's slabs
+        return False
     k = T.kernel_of(r)
     for lp in T.enclosing_loops(r):
         on_threads = any(a in T.THREAD_AXES for a in lp.bind)
@@ -140,12 +143,11 @@ def _moving(owner: Operation, load: T.LoadOp) -> dict[Value, int]:
 
 def _reused(owner: Operation, kernel: T.KernelOp) -> dict[Value, list[T.LoadOp]]:
     """Buffers whose loads below `owner` (not below a deeper owner) read their elements more than once."""
-    deeper = [o for o in owners(kernel) if o is not owner and owner.is_ancestor_of(o)]
     found: dict[Value, list] = {}
     for op in owner.walk():
         if not isinstance(op, T.LoadOp) or isinstance(op.buffer.owner, T.StageOp) or not op.buffer.type.shape:
             continue
-        if any(d.is_ancestor_of(op) for d in deeper):
+        if _home(op, kernel) is not owner:
             continue
         found.setdefault(op.buffer, []).append(op)
     out = {}
@@ -157,6 +159,25 @@ def _reused(owner: Operation, kernel: T.KernelOp) -> dict[Value, list[T.LoadOp]]
         if reads >= 2 * math.prod(box[1]):
             out[buf] = loads
     return out
+
+
+def _home(load: T.LoadOp, kernel: T.KernelOp) -> Operation:
+    """The owner whose stage a load reads: the innermost around it, or further out of reduction trips while its
+    subscripts do not depend on them (attention's Q tile, the same for every chunk of keys, is staged once per
+    block rather than per chunk)."""
+    around = [o for o in owners(kernel) if o is kernel or o.is_ancestor_of(load)]  # innermost first
+    used = {v for e in load.index_exprs() for v in indexing.used_values(expand(e))}
+    home = around[0]
+    for outer in around[1:]:
+        if not isinstance(home, T.ReduceOp):  # a band's point: its blocks do not share what they stage
+            break
+        passed = [
+            o for o in around if o is home or (o is not outer and outer.is_ancestor_of(o) and o.is_ancestor_of(home))
+        ]
+        if any(iv in used for o in passed if isinstance(o, T.LoopOp) for iv in o.ivs):
+            break
+        home = outer
+    return home
 
 
 def _box(owner: Operation, loads: list[T.LoadOp]):

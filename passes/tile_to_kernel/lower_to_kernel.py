@@ -428,8 +428,9 @@ def fold(m: Materializer, monoid, carry: list[Value], element: list[Value], own:
         outer = c.type.shape if isinstance(c.type, TensorType) else (1,) * (rank - len(own))
         t = TensorType(element_type(v.type), outer + tuple(ld.size for ld in own))
         tiles.append(v if v.type == t else kb.splat(v, t))
-    if monoid.folds_into_carrier():
-        return [kb.reduce(monoid.name, tiles[0], axes=axes, init=carry[0])]
+    if monoid.folds_into_carrier():  # a scalar carrier under outer lanes it does not vary along: every axis
+        whole = axes if isinstance(carry[0].type, TensorType) else tuple(range(rank))
+        return [kb.reduce(monoid.name, tiles[0], axes=whole, init=carry[0])]
     steps, outputs = monoid.fold_program(len(tiles))
     env = {f"a{i}": t for i, t in enumerate(tiles)}
     for st in steps:

@@ -16,8 +16,10 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.algebra import affine_stores
+from irforge.dialects.tile.vectors import read_components
 
-from irforge.ir import Operation
+from irforge import index_expr as ix
+from irforge.ir import Operation, OpResult, Value
 from irforge.types import TensorType
 
 
@@ -67,13 +69,16 @@ def shares(kernel: T.KernelOp, comb: T.CombineOp) -> int:
 def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     blocks = shares(kernel, comb)
     loops = [lp for lp in T.enclosing_loops(comb) if isinstance(lp, T.ForOp)]
+    ivs = [iv for lp in loops for iv in lp.ivs]
     points = [e for lp in loops for e in lp.extents]
     name = kernel.sym_name
     work = []
-    for v in comb.operands:
-        buf = T.BufferOp.build(TensorType(v.type, (blocks, *points)), f"{v.name_hint or name}_partials", comb.loc)
+    for v in comb.operands:  # a component that does not vary along a point index is stored once for all its values
+        used = tuple(_varies(v, iv, set()) for iv in ivs)
+        shape = (blocks, *(n if u else 1 for n, u in zip(points, used)))
+        buf = T.BufferOp.build(TensorType(v.type, shape), f"{v.name_hint or name}_partials", comb.loc)
         func.body.insert_before(kernel, buf)
-        work.append(buf.result)
+        work.append((buf.result, used))
     at = _position(kernel, comb)
     first, second = kernel.clone(), kernel.clone()
     func.body.insert_before(kernel, first)
@@ -92,6 +97,26 @@ def _ivs(kernel: T.KernelOp, loops: list[T.ForOp], like: Operation) -> list:
     return [indexing.ValueDim(iv) for lp in clones for iv in lp.ivs]
 
 
+def _at(ivs: list, used: tuple) -> list:
+    return [iv if u else ix.Const(0) for iv, u in zip(ivs, used)]
+
+
+def _varies(v: Value, iv: Value, seen: set) -> bool:
+    """Whether `v` depends on the loop index `iv` (a reduction's component through what its combine reads)."""
+    if v is iv:
+        return True
+    if not isinstance(v, OpResult) or id(v) in seen:
+        return False
+    seen.add(id(v))
+    op = v.op
+    if isinstance(op, T.ReduceOp):
+        widths = [len(r) for _, _, r in op.carriers]
+        return any(_varies(x, iv, seen) for x in read_components(op.carriers, widths, op.yielded, v.index))
+    return any(_varies(x, iv, seen) for x in op.operands) or any(
+        _varies(y, iv, seen) for r in op.regions for b in r.blocks for o in b.ops for y in o.operands
+    )
+
+
 def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
     """The first kernel: up to the combine, then each block's partial carrier into the workspace."""
     ops = list(kernel.walk())
@@ -100,8 +125,8 @@ def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
     unit = T.ForOp.build([shares(kernel, comb)], bind=(axis,), iv_hints=["blk"])
     unit.loc = comb.loc
     ivs = _ivs(kernel, loops, comb)
-    for v, buf in zip(comb.operands, work):
-        unit.body.append(T.StoreOp.build(buf, [indexing.ValueDim(unit.ivs[0]), *ivs], v, comb.loc))
+    for v, (buf, used) in zip(comb.operands, work):
+        unit.body.append(T.StoreOp.build(buf, [indexing.ValueDim(unit.ivs[0]), *_at(ivs, used)], v, comb.loc))
     comb.parent.insert_before(comb, unit)
     later = [op for op in ops[at + 1 :] if not op.is_ancestor_of(comb)]
     for op in reversed(later):
@@ -130,7 +155,7 @@ def _fold_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
     fold = T.ReduceOp.build(blocks, comb.attributes["monoids"], init, types, bind=(threads,) if shared else (),
                             iv_hint="blk", result_hints=hints, loc=comb.loc)  # fmt: skip
     ivs = _ivs(kernel, loops, comb)
-    loaded = [T.LoadOp.build(buf, [indexing.ValueDim(fold.iv), *ivs], loc=comb.loc) for buf in work]
+    loaded = [T.LoadOp.build(b, [indexing.ValueDim(fold.iv), *_at(ivs, used)], loc=comb.loc) for b, used in work]
     for ld in loaded:
         fold.body.append(ld)
     fold.body.append(T.YieldOp([ld.result for ld in loaded], ()))

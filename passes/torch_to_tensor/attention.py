@@ -31,7 +31,7 @@ def _sdpa(op: AtenOp, b: TensorBuilder):
 
     q [..., Hq, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev]. `is_causal` keeps key s <= query l (top-left
     aligned, as PyTorch); a bool `attn_mask` keeps where true, a float one is added. `enable_gqa` shares each
-    key/value head among Hq / Hkv query heads.
+    key/value head among Hq / Hkv query heads. A query whose keys are all masked out gets zeros, as PyTorch gives.
     """
     q, k, v = op.arg(0, "query"), op.arg(1, "key"), op.arg(2, "value")
     mask, dropout = op.arg(3, "attn_mask", None), op.arg(4, "dropout_p", 0.0)
@@ -59,7 +59,7 @@ def _sdpa(op: AtenOp, b: TensorBuilder):
             scores = b.select(b.broadcast_to(mask, shape), scores, float("-inf"))
         else:
             scores = b.ew("add", scores, b.broadcast_to(b.cast(mask, acc), shape))
-    probs = softmax(b, scores, -1)
+    probs = softmax(b, scores, -1, safe=True)
     return b.cast(matmul(b, probs, vf), t.dtype)
 
 

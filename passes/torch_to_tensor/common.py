@@ -197,17 +197,22 @@ def matmul(b: TensorBuilder, x: Value, w: Value, *, w_transposed: bool = False, 
     return b.reshape(out, final)
 
 
-def softmax(b: TensorBuilder, x: Value, dim: int, *, log: bool = False) -> Value:
-    """Numerically stable softmax (or log-softmax) over `dim`, in x's type (callers cast half types to f32)."""
+def softmax(b: TensorBuilder, x: Value, dim: int, *, log: bool = False, safe: bool = False) -> Value:
+    """Numerically stable softmax (or log-softmax) over `dim`, in x's type (callers cast half types to f32).
+
+    `safe`: a row whose elements are all -inf (fully masked) gives zeros instead of NaN, as PyTorch's attention
+    does."""
     if x.type.rank == 0:
-        return b.reshape(softmax(b, as_vector(b, x), 0, log=log), ())
+        return b.reshape(softmax(b, as_vector(b, x), 0, log=log, safe=safe), ())
     dim %= x.type.rank
-    shifted = b.ew("sub", x, b.reduce("max", x, [dim]))
+    mx = b.reduce("max", x, [dim])
+    shifted = b.ew("sub", x, mx)
     e = b.ew("exp", shifted)
     s = b.reduce("add", e, [dim])
     if log:
         return b.ew("sub", shifted, b.ew("log", s))
-    return b.ew("div", e, s)
+    p = b.ew("div", e, s)
+    return b.select(b.ew("eq", mx, float("-inf")), 0.0, p) if safe else p
 
 
 def in_f32(b: TensorBuilder, x: Value) -> Value:

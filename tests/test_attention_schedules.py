@@ -1,0 +1,94 @@
+"""Attention through the GPU levels on a CPU: one loop kernel (`loop-online-attention`), the tile schedule the
+default passes give it (a thread's register tile spanning the head dimension, K/V chunks staged in a ring, the
+Q tile staged once per block, GQA heads as rows, the keys split across blocks for decode), the tile interpreter
+after each pass of `loop-to-tile` and the kernel simulator after `tile-to-kernel` against the loop interpreter,
+and every kernel compiled by NVRTC for sm_90a without spills."""
+
+from __future__ import annotations
+
+import loopgen
+import pytest
+from irforge.dialects import tile as T
+from irforge.dialects.cuda import ops as C
+from irforge.dialects.loop import KernelOp as LoopKernel
+
+from irforge.interpreter import interpret
+from irforge.pass_manager import run_pipeline
+from irforge.registry import registry
+from irforge.testing import compare_outputs, output_types
+from irforge.types import bf16
+
+CASES = {
+    # name: attention_module arguments
+    "causal_gqa": dict(batch=1, kv_heads=2, group=2, queries=32, keys=32, e=8, ev=8, mask="causal"),
+    "causal_odd": dict(batch=1, kv_heads=1, group=1, queries=7, keys=7, e=4, ev=4, mask="causal"),
+    "bool_mask_rows_masked": dict(batch=2, kv_heads=1, group=1, queries=5, keys=48, e=4, ev=4, mask="bool"),
+    "additive_mask_plain_softmax": dict(
+        batch=1, kv_heads=1, group=1, queries=6, keys=16, e=8, ev=4, mask="add", safe=False, scale=0.5
+    ),
+    "decode_gqa_split": dict(batch=2, kv_heads=2, group=2, queries=1, keys=256, e=8, ev=8),
+    "decode_below_one_chunk": dict(batch=1, kv_heads=1, group=3, queries=1, keys=5, e=4, ev=4),
+    "decode_bf16": dict(batch=1, kv_heads=1, group=2, queries=1, keys=64, e=8, ev=8, dtype=bf16),
+}
+
+
+def _passes(name: str) -> list[str]:
+    text = registry().pipelines()[name].text
+    lines = [ln.split("#")[0].strip() for ln in text.splitlines()]
+    return [p.strip() for p in "".join(lines).split(",") if p.strip()]
+
+
+def _matches(reference, module, what: str) -> None:
+    got = interpret(module, seed=0)
+    for i, c in enumerate(compare_outputs(got, reference, output_types(module))):
+        assert c.ok, f"{what}: output #{i}: {c}"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name):
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = loopgen.attention_module(**CASES[name])
+    run_pipeline(m, "tensor-to-loop")
+    assert len([op for op in m.walk() if isinstance(op, LoopKernel)]) == 1
+    reference = interpret(m, seed=0)
+    for p in _passes("loop-to-tile"):
+        run_pipeline(m, p)
+        _matches(reference, m, f"after {p}")
+    run_pipeline(m, "tile-to-kernel")
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+    run_pipeline(m, "kernel-to-cuda")
+    kernels = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    source = "\n".join(k.attributes["source"] for k in kernels)
+    usage = resource_usage(source, kernels[0].attributes["sym_name"], arch="sm_90a")
+    assert set(usage) == {k.attributes["sym_name"] for k in kernels}
+    assert not [n for n, u in usage.items() if u.spills], usage
+
+
+def _tile(**kw) -> T.KernelOp:
+    m = loopgen.attention_module(**kw)
+    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    return k
+
+
+def test_prefill_schedule_tiles_rows_over_threads_with_the_head_dimension_in_registers():
+    """Each thread owns query rows and all 64 columns of O (the scores computed once per row and key); the K and V
+    chunks of each trip are staged in a ring, the block's Q tile once, outside the loop over keys."""
+    k = _tile(batch=1, kv_heads=2, group=2, queries=128, keys=128, e=64, ev=64, mask="causal")
+    (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
+    assert threads.vector_shape[-1] == 64
+    stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
+    assert set(stages) == {"q", "k", "v"}
+    assert stages["k"].ring > 1 and stages["v"].ring > 1 and stages["q"].ring == 1
+    assert not any(isinstance(a, T.ReduceOp) for a in stages["q"].ancestors())
+    assert isinstance(stages["k"].parent_op, T.ReduceOp) and stages["k"].box[-2] > 1  # a chunk of keys per trip
+
+
+def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
+    """One query row per head: the group's heads are the rows of a block, reading each K/V chunk once, and the keys
+    are split across blocks whose partial (m, l, O) carriers the online combine joins."""
+    k = _tile(batch=1, kv_heads=2, group=4, queries=1, keys=1024, e=16, ev=16)
+    (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
+    assert threads.extents[0] == 4 and threads.vector_shape[-1] == 16
+    assert any(isinstance(c, T.CombineOp) and c.over == ("blockIdx.y",) for c in k.walk())
