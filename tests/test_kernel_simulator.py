@@ -306,3 +306,34 @@ def test_warp_allreduce_of_monoid_carriers(monoid):
 
     run_pipeline(m, "kernel-to-cuda")
     compile_cuda(m.body.ops[0].attributes["source"], "k_allreduce", arch="sm_90a")
+
+
+def test_ldmatrix_rows_must_be_aligned_16_byte_pieces():
+    ex = examples.ldmatrix_mma(16, 8, 32, a_t=False, b_t=True)
+    rng = np.random.default_rng(0)
+    # The A tile starting 4 columns in: each 8-element matrix row starts 8 bytes past a 16-byte boundary.
+    shifted = ex.ir.replace("%fa = kernel.ldmatrix %as[0, %k0]", "%fa = kernel.ldmatrix %as[0, %k0 floordiv 2 + 4]")
+    shifted = shifted.replace("%k0 in 0 .. 32 step 16", "%k0 in 0 .. 16 step 16")
+    with pytest.raises(IRForgeError) as e:
+        run(parse_module(shifted, "planted.ir"), ex.make_inputs(rng))
+    assert "row 0 of 8 x 8 matrix 0 is not 16 contiguous bytes aligned to 16" in e.value.render()
+    # A swizzle that moves 8-byte pieces splits a matrix row; the verifier names what ldmatrix needs.
+    swizzled = ex.ir.replace("%as = kernel.smem bf16[16,32]", "%as = kernel.smem bf16[16,32] swizzle(2, 2, 3)")
+    with pytest.raises(IRForgeError) as e:
+        parse_module(swizzled, "planted.ir")
+    assert "rows of whole 16-byte pieces that a swizzle keeps together" in e.value.render()
+    # The same swizzle on 16-byte pieces keeps every matrix row whole: the product is unchanged.
+    kept = ex.ir.replace("%as = kernel.smem bf16[16,32]", "%as = kernel.smem bf16[16,32] swizzle(2, 3, 3)")
+    ins = ex.make_inputs(rng)
+    (y,) = run(parse_module(kept), ins)
+    np.testing.assert_allclose(y, ex.reference(ins)[0], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("b_t", [False, True])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_ldmatrix_and_multi_atom_mma_in_every_storage_order(a_t, b_t, dtype):
+    ex = examples.ldmatrix_mma(32, 24, 32, a_t=a_t, b_t=b_t, dtype=dtype)
+    ins = ex.make_inputs(np.random.default_rng(1))
+    (y,) = run(parse_module(ex.ir), ins)
+    np.testing.assert_allclose(y, ex.reference(ins)[0], rtol=1e-5, atol=1e-4)

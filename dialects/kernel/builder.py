@@ -250,6 +250,10 @@ class KernelBuilder:
         attrs = ({"stride": stride} if stride is not None else {}) | ({"transpose": UNIT} if transpose else {})
         return self._indexed(K.FragStoreOp, [frag, mem], {"index": list(idx)}, attrs=attrs)
 
+    def ldmatrix(self, mem: Value, idx, t, transpose=False, hint=None) -> Value:
+        attrs = {"transpose": UNIT} if transpose else {}
+        return self._indexed(K.LdmatrixOp, [mem], {"index": list(idx)}, [t], attrs, hint)
+
     def mma(self, a: Value, b: Value, c: Value, hint: str | None = None) -> Value:
         return self._add(K.MmaOp([a, b, c], [c.type]), hint)
 

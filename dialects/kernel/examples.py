@@ -755,6 +755,64 @@ func.func @forward(%a: {dtype}[{m},{k}], %w: {dtype}[{n},{k}]) -> f32[{m},{n}] {
     )
 
 
+def ldmatrix_mma(wm: int, wn: int, k: int, a_t: bool = False, b_t: bool = True, dtype: str = "bf16") -> Example:
+    """y = a @ b for one warp's [wm, wn] tile, its fragments loaded with ldmatrix: a stored [wm, k] (or [k, wm] when
+    `a_t`), b stored [k, wn] (or [wn, k] when `b_t`, as nn.Linear weights are), both copied whole into shared memory
+    first; (wm / 16) x (wn / 8) mma atoms a step of 16 along k."""
+    assert wm % 16 == 0 and wn % 8 == 0 and k % 16 == 0
+    a_shape, b_shape = ((k, wm) if a_t else (wm, k)), ((wn, k) if b_t else (k, wn))
+    fa, fb, acc = (f'!kernel.frag<"a", {dtype}, [{wm}, 16]>', f'!kernel.frag<"b", {dtype}, [16, {wn}]>',
+                   f'!kernel.frag<"acc", f32, [{wm}, {wn}]>')  # fmt: skip
+    a_at = "[%k0, 0] transpose" if a_t else "[0, %k0]"
+    b_at = "[0, %k0] transpose" if b_t else "[%k0, 0]"
+
+    def fill(src: str, dst: str, shape) -> str:
+        rows, cols = shape
+        return f"""  kernel.for %e_{src} in %lane .. {rows * cols} step 32 {{
+    %v_{src} = kernel.load %{src}[%e_{src}] : {dtype}
+    kernel.store %v_{src}, %{dst}[%e_{src} floordiv {cols}, %e_{src} mod {cols}]
+  }}
+"""
+
+    head = _header("k_ldmatrix_mma", [f"%a: !kernel.ptr<{dtype}>", f"%b: !kernel.ptr<{dtype}>", "%y: !kernel.ptr<f32>"],
+                   "1", "32")  # fmt: skip
+    ir = f"""{head} {{
+  %as = kernel.smem {dtype}[{a_shape[0]},{a_shape[1]}]
+  %bs = kernel.smem {dtype}[{b_shape[0]},{b_shape[1]}]
+  %lane = kernel.thread_id x
+{fill("a", "as", a_shape)}{fill("b", "bs", b_shape)}  kernel.barrier
+  %zero = kernel.const 0.0 : {acc}
+  %d = kernel.for %k0 in 0 .. {k} step 16 carry(%c <- %zero : {acc}) {{
+    %fa = kernel.ldmatrix %as{a_at} : {fa}
+    %fb = kernel.ldmatrix %bs{b_at} : {fb}
+    %c2 = kernel.mma %fa, %fb, %c : {acc}
+    kernel.yield %c2
+  }}
+  kernel.frag_store %d, %y[0] stride {wn}
+}}
+func.func @forward(%a: {dtype}[{a_shape[0]},{a_shape[1]}], %b: {dtype}[{b_shape[0]},{b_shape[1]}]) -> f32[{wm},{wn}] {{
+  %y = kernel.alloc : f32[{wm},{wn}]
+  kernel.launch @k_ldmatrix_mma(%a, %b, %y)
+  func.return %y
+}}
+"""
+
+    def reference(ins):
+        a, b = (x.astype(np.float64) for x in ins)
+        return [(a.T if a_t else a) @ (b.T if b_t else b)]
+
+    tag = ("t" if a_t else "n") + ("t" if b_t else "n")
+    return Example(
+        f"ldmatrix_mma_{tag}_{dtype}",
+        ir,
+        lambda rng: [_rand(rng, a_shape, dtype), _rand(rng, b_shape, dtype)],
+        reference,
+        1e-5,
+        (wm * k + wn * k) * ScalarType(dtype).bytes + wm * wn * 4,
+        lambda a, b: [(a.float().T if a_t else a.float()) @ (b.float().T if b_t else b.float())],
+    )
+
+
 def tiny_examples() -> list[Example]:
     """Every example at a size the simulator runs in well under a second each."""
     return [
@@ -773,6 +831,8 @@ def tiny_examples() -> list[Example]:
         cp_async_scale(1024, tiles_per_block=4, block=64),
         tma_scale(16, 64, box_rows=8, box_cols=32, block=64),
         mma_linear(32, 16, 48),
+        ldmatrix_mma(32, 24, 32, a_t=False, b_t=True),
+        ldmatrix_mma(16, 16, 32, a_t=True, b_t=False, dtype="f16"),
     ]
 
 
@@ -795,4 +855,6 @@ def gpu_examples() -> list[Example]:
         cp_async_scale(1 << 22, tiles_per_block=8, block=128),
         tma_scale(4096, 4096, box_rows=32, box_cols=64, block=256),
         mma_linear(256, 256, 512),
+        ldmatrix_mma(64, 64, 256, a_t=False, b_t=True),
+        ldmatrix_mma(64, 32, 128, a_t=True, b_t=False, dtype="f16"),
     ]

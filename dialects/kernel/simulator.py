@@ -31,8 +31,8 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, 
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
+from . import fragments
 from . import ops as K
-from .fragments import FRAGMENT_LAYOUTS
 from .types import FragType, MbarrierType, SmemType, TensorMapType, element_type
 
 WARP = target().warp_size
@@ -1043,28 +1043,39 @@ def _land_tma(bar: Mbarrier, rec) -> None:
 
 
 # ---- tensor cores ----------------------------------------------------------------------------------------------
-def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w) -> np.ndarray:
-    """Flat addresses (32 x per_lane) of each lane's fragment elements."""
-    if not mask.all() or len(mask) != WARP:
-        raise sim._error(op, "a fragment access needs all 32 lanes of the warp", w)
-    layout = FRAGMENT_LAYOUTS[(frag.role, frag.shape)]
+def _lane_points(frag: FragType, w: Warp) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols), each 32 x per_lane: where each lane's fragment elements sit in the tile."""
     lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
-    rc = [f(g, t) for f in layout]
-    rows = np.stack([r for r, _ in rc], axis=1)
-    cols = np.stack([c for _, c in rc], axis=1)
+    pts = frag.points(lane // 4, lane % 4, w.index % 4)
+    rows = np.stack([np.broadcast_to(r, lane.shape) for r, _ in pts], axis=1)
+    cols = np.stack([np.broadcast_to(c, lane.shape) for _, c in pts], axis=1)
+    return rows, cols
+
+
+def _whole_warp(sim, op, mask, w, what: str) -> None:
+    if not mask.all() or len(mask) != WARP:
+        raise sim._error(op, f"{what} needs all 32 lanes of the warp", w)
+
+
+def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w, rows=None, cols=None) -> np.ndarray:
+    """Flat addresses (32 x per_lane by default) of each lane's fragment elements, or of the tile points `rows`,
+    `cols` (any shape)."""
+    _whole_warp(sim, op, mask, w, "a fragment access")
+    if rows is None:
+        rows, cols = _lane_points(frag, w)
     if "transpose" in op.attributes:
         rows, cols = cols, rows
     idx = sim._index(op, "index", values, mask, w)
+    lanes = (WARP,) + (1,) * (rows.ndim - 1)
     if isinstance(mem, GlobalBuffer):
-        addrs = idx[0][:, None] + rows * op.attributes["stride"] + cols
+        addrs = idx[0].reshape(lanes) + rows * op.attributes["stride"] + cols
         bad = (addrs < 0) | (addrs >= mem.numel)
         if bad.any():
-            lane_k = int(np.argmax(bad.any(axis=1)))
+            lane_k = int(np.argmax(bad.reshape(WARP, -1).any(axis=1)))
             raise sim._error(op, f"fragment element outside {mem.name}'s {mem.numel} elements", w, lane_k)
         return addrs
     t_ = mem.type
-    full = [np.broadcast_to(i[:, None], rows.shape) for i in idx]
+    full = [np.broadcast_to(i.reshape(lanes), rows.shape) for i in idx]
     full[-2] = full[-2] + rows
     full[-1] = full[-1] + cols
     for i, size in zip(full, t_.shape):
@@ -1079,36 +1090,57 @@ def _frag_load(sim, op, values, mask, w, env):
     values[op.result] = _read(sim, op, mem, addrs, mask, w)
 
 
+def _ldmatrix(sim, op, values, mask, w, env):
+    """A fragment load whose 8 x 8 matrices' rows (8 elements along a memory row) must each be 16 contiguous,
+    16-byte aligned bytes."""
+    frag = op.result.type
+    mem = values[op.mem]
+    starts = np.asarray(fragments.operand_matrices(frag.role, frag.shape))  # matrices x 2
+    along = np.arange(8)
+    # Memory rows run along the tile's rows unless the tile is stored transposed (then along its columns).
+    r0, c0 = starts[:, 0][:, None, None], starts[:, 1][:, None, None]
+    if "transpose" in op.attributes:
+        rows, cols = r0 + along[None, None, :], c0 + along[None, :, None]
+    else:
+        rows, cols = r0 + along[None, :, None], c0 + along[None, None, :]
+    rows = np.broadcast_to(rows, (len(starts), 8, 8))[None]
+    cols = np.broadcast_to(cols, (len(starts), 8, 8))[None]
+    addrs = _frag_addresses(sim, op, mem, frag, values, mask, w, np.broadcast_to(rows, (WARP, *rows.shape[1:])),
+                            np.broadcast_to(cols, (WARP, *cols.shape[1:])))[0]  # fmt: skip
+    bad = (addrs[..., 0] % 8 != 0) | (addrs != addrs[..., :1] + along).any(axis=-1)
+    if bad.any():
+        q, r = np.argwhere(bad)[0]
+        raise sim._error(
+            op,
+            f"row {int(r)} of 8 x 8 matrix {int(q)} is not 16 contiguous bytes aligned to 16 in {mem.type}"
+            " (ldmatrix reads each row as one 16-byte piece)",
+            w,
+        )
+    _frag_load(sim, op, values, mask, w, env)
+
+
 def _frag_store(sim, op, values, mask, w, env):
     mem = values[op.mem]
     addrs = _frag_addresses(sim, op, mem, op.frag.type, values, mask, w)
     _write(sim, op, mem, addrs, values[op.frag], mask, w)
 
 
-def _tile_of(frag: FragType, vals: np.ndarray) -> np.ndarray:
-    lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
+def _tile_of(frag: FragType, vals: np.ndarray, w: Warp) -> np.ndarray:
+    """The warp's tile of a fragment (the rows other warps of a warpgroup hold stay zero)."""
+    rows, cols = _lane_points(frag, w)
     tile = np.zeros(frag.shape, dtype=np.float32)
-    for j, f in enumerate(FRAGMENT_LAYOUTS[(frag.role, frag.shape)]):
-        r, c = f(g, t)
-        tile[r, c] = vals[:, j]
+    tile[rows, cols] = vals
     return tile
 
 
 def _mma(sim, op, values, mask, w, env):
-    if not mask.all() or len(mask) != WARP:
-        raise sim._error(op, "mma needs all 32 lanes of the warp", w)
-    a = _tile_of(op.a.type, values[op.a])
-    b = _tile_of(op.b.type, values[op.b])
-    c = _tile_of(op.c.type, values[op.c])
+    _whole_warp(sim, op, mask, w, "mma")
+    a = _tile_of(op.a.type, values[op.a], w)
+    b = _tile_of(op.b.type, values[op.b], w)
+    c = _tile_of(op.c.type, values[op.c], w)
     d = (a @ b + c).astype(np.float32)
-    out = np.zeros((WARP, op.result.type.per_lane), dtype=np.float32)
-    lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
-    for j, f in enumerate(FRAGMENT_LAYOUTS[(op.result.type.role, op.result.type.shape)]):
-        r, cc = f(g, t)
-        out[:, j] = d[r, cc]
-    values[op.result] = out
+    rows, cols = _lane_points(op.result.type, w)
+    values[op.result] = d[rows, cols]
 
 
 _SIMPLE = {
@@ -1134,6 +1166,7 @@ _SIMPLE = {
     K.FenceProxyAsyncOp: _noop,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
+    K.LdmatrixOp: _ldmatrix,
     K.MmaOp: _mma,
     K.CpAsyncOp: _cp_async,
     K.CpAsyncCommitOp: _cp_async_commit,

@@ -250,6 +250,12 @@ class KernelSyntax:
         a = {**_attrs(attrs), "index": m, **_frag_options(stride, transpose)}
         return OpAST("kernel.frag_store", operands=[frag, mem, *refs], attrs=a, result_types=[])
 
+    def kernel_ldmatrix(self, c):
+        mem, idx, transpose, attrs, t = c
+        (m,), refs = _bind([idx], mem.loc)
+        a = {**_attrs(attrs), "index": m, **_frag_options(None, transpose)}
+        return OpAST("kernel.ldmatrix", operands=[mem, *refs], attrs=a, result_types=[t])
+
     def kernel_mma(self, c):
         a, b, acc, t = c
         return OpAST("kernel.mma", operands=[a, b, acc], result_types=[t])
