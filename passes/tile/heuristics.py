@@ -11,7 +11,10 @@ reach by writing the same options into the kernel's `tune` attribute. Memory-bou
 
 from __future__ import annotations
 
+import math
+
 from irforge.dialects import tile as T
+from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 
 from irforge.target import target
@@ -39,6 +42,11 @@ MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pip
 BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
+# Tensor cores: products with fewer rows or columns than this stream their weight (decode: memory-bound) and stay on
+# the SIMT split-K path; the others take output tiles of MMA_TILE (rows, columns, threads: 2 x 2 warps of 64 x 64,
+# 128 accumulators a thread), smaller where the shape is.
+TENSOR_MIN_ROWS = 64
+MMA_TILE = (128, 128, 128)
 
 
 def _pow2_floor(n: int) -> int:
@@ -90,12 +98,18 @@ class Heuristic:
 
     # ---- contractions -------------------------------------------------------------------------------------------
     def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
-        """(bm, bn, threads): the output tile of a block and its threads. Small tiles of 8 x 8 register tiles
+        """(bm, bn, threads): the output tile of a block and its threads. On the tensor cores (`tensor_atom`):
+        MMA_TILE, halved where the shape is smaller. On the SIMT path: small tiles of 8 x 8 register tiles
         (64 x 64 outputs for 64 threads; 32 x 128 when there are fewer rows) and many blocks, split-K filling
         the GPU (`reduce_splits`): measured best on an H100 from M = 32 to 2048 (sweep 3 of
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
+        if self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]) is not None:
+            tm, tn, threads = MMA_TILE
+            bm = max((x for x in (tm, 64, 32, 16) if m % x == 0 and x <= tm), default=1)
+            bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=1)
+            return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8) // 8))
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
         return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
@@ -168,6 +182,32 @@ class Heuristic:
             if trips % s == 0 and trips // s >= least:
                 best = s
         return best
+
+    def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
+        """The atom family the contraction under `root` runs on ("mma"), over output indices `rows` and `cols`;
+        None keeps it on the SIMT path: the target has no tensor cores, the products are not of 16-bit floats
+        (`fragments.operands` says why), or the product is decode-shaped (fewer than TENSOR_MIN_ROWS rows or
+        columns in all: streaming the weight, memory-bound, is split-K's business)."""
+        if not target().has("ldmatrix"):
+            return None
+        ops = fragments.operands(root, rows, cols)
+        if isinstance(ops, str):
+            return None
+        c = ops.contraction
+        sizes = [math.prod(iv.block.parent_op.extents[iv.index] for iv in side) for side in (c.m, c.n)]
+        return "mma" if min(sizes) >= TENSOR_MIN_ROWS else None
+
+    def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
+        """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
+        over 32): the squarest warp tiles the atom allows, wider along the columns; None when none fits."""
+        warps = kernel.threads // target().warp_size
+        fits = [
+            (w, warps // w)
+            for w in range(1, warps + 1)
+            if warps % w == 0 and fragments.why_not_layout(loop.extents, (w, warps // w), atom) is None
+        ]
+        ratio = lambda g: abs(math.log2((loop.extents[0] / g[0]) / (loop.extents[1] / g[1])) + 0.5)
+        return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
