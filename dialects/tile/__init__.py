@@ -892,10 +892,7 @@ class TileSyntax:
 
     def tile_reduce(self, c):
         iv, extent, bind, *rest = c
-        options = [
-            x for x in rest[: len(_LOOP_OPTIONS)] if x is None or (isinstance(x, tuple) and x[0] in _LOOP_OPTIONS)
-        ]
-        rest = rest[len(options) :]
+        options, rest = rest[: len(_LOOP_OPTIONS)], rest[len(_LOOP_OPTIONS) :]  # one slot each, None when absent
         carriers = [x for x in rest if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], tuple)]
         types, attrs, region = rest[len(carriers) :]
         a = {
