@@ -21,7 +21,7 @@ from irforge.dialects.scalar import CastOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import IndexOp, LoadOp, ReduceOp, YieldOp
+from . import IndexOp, LoadOp, ReduceOp, YieldOp, enclosing_loops
 from .algebra import Contraction, contractions_in
 from .layout import Layout
 from .vectors import coefficient, expand
@@ -216,3 +216,14 @@ def _side(f: Factor, rows: Value, cols: Value) -> str:
 def k_dim(load: LoadOp, k: Value) -> int:
     """The dimension (-2 or -1) of a factor's load that the reduction's index moves along."""
     return -2 if coefficient(expand(load.index_exprs()[-2]), k) else -1
+
+
+def atom_step(r: ReduceOp) -> int:
+    """The k of the atom `r` is computed on when it is the contraction of a loop laid out on one (its trips must
+    come in whole atom steps: a pass that splits it keeps the pieces multiples of it), else 1."""
+    loop = next((lp for lp in enclosing_loops(r) if "atom" in lp.attributes), None)
+    if loop is None or len(loop.ivs) != 2:
+        return 1
+    atom = Atom.parse(loop.attributes["atom"])
+    ops = operands(loop, *loop.ivs, 1)
+    return atom.k if atom is not None and not isinstance(ops, str) and ops.contraction.reduce is r else 1

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
+from irforge.dialects.tile import fragments
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
 
@@ -17,7 +18,7 @@ class TileChunkReduce(Pass):
     Each outer trip is where the slabs a chunk reads can be staged (`tile-stage-inputs`), and the unit a
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
     hold loops, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
-    `bk` does not divide.
+    `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of.
     """
 
     name = "tile-chunk-reduce"
@@ -34,7 +35,10 @@ class TileChunkReduce(Pass):
             return
         for r in [x for x in op.walk() if _candidate(x)]:
             bk = self.bk or heuristic().reduce_chunk(op, r)
-            if 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
+            step = fragments.atom_step(r)
+            if bk % step:
+                self.remark(r, f"not chunked by {bk}: its tensor-core atom takes {step} iterations a step")
+            elif 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
                 chunk(r, bk)
 
 

@@ -43,8 +43,9 @@ class TileTensorize(Pass):
         if self.atom == "mma" and not target().has("ldmatrix"):
             return f"atom=mma needs mma.sync and ldmatrix (sm_80); the target is {target().arch}"
         for loop in candidates(op):
-            warps = self._warps(op, loop)
-            if (self.wm or self.wn) and warps is None:
+            if isinstance(fragments.operands(loop, *loop.ivs), str):
+                continue  # declined whatever the warp tile
+            if (self.wm or self.wn) and self._warps(op, loop) is None:
                 return (
                     f"wm={self.wm} wn={self.wn} do not cut the {list(loop.extents)} tile into one warp tile per warp "
                     f"of the block's {op.threads // target().warp_size}"

@@ -1,0 +1,139 @@
+"""Contractions on tensor cores: `tile-tensorize` keeps the answer (the tile interpreter against the loop
+interpreter), and the materialized fragments (ldmatrix, mma.sync) compute it element by element in the kernel
+simulator, in f16 and bf16, with prologues, epilogues, batch dimensions, transposes, K chunks, split-K and staged,
+multi-buffered, asynchronous slabs; the emitted kernels compile for sm_80 and sm_90a without spills; the pass
+declines what it cannot take and the heuristics leave decode-shaped products on the SIMT path."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from irforge.dialects import tile as T
+from irforge.dialects.kernel import ops as K
+from loopgen import contraction_programs
+from tilegen import assert_close, runs_somewhere, schedule
+
+from irforge.interpreter import interpret
+from irforge.pass_manager import run_pipeline
+from irforge.printer import print_module
+from irforge.runtime.nvrtc import resource_usage
+from irforge.target import Target, use_target
+from irforge.types import bf16, f16
+
+# After map-to-tile: a block tile that warps can share, then the tensor cores, then any of the later passes.
+BLOCKS = ["{bm=16 bn=16 threads=32}", "{bm=16 bn=16 threads=64}", "{bm=32 bn=16 threads=64}", "{bm=32 bn=32 threads=128}"]
+LATER = {
+    "tile-chunk-reduce": ["{bk=16}", "{bk=32}", "{bk=8}"],
+    "tile-split-reduce": ["{splits=2}", "{splits=2 via=partials}", "{splits=3}"],
+    "tile-vectorize": [""],
+    "tile-stage-inputs": [""],
+    "tile-multi-buffer": ["{stages=2}", "{stages=3}"],
+    "tile-async-copy": [""],
+    "tile-pipeline": [""],
+}
+
+
+@st.composite
+def tensor_core_schedules(draw):
+    later = [p + draw(st.sampled_from(LATER[p])) for p in LATER if draw(st.booleans())]
+    return ["tile-blockify" + draw(st.sampled_from(BLOCKS)), "tile-tensorize{atom=mma}", *later]
+
+
+HALF = st.sampled_from((16, 32))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(contraction_programs(dims=HALF, ks=st.sampled_from((16, 32, 48))), tensor_core_schedules())
+def test_tensor_core_contractions_match_the_loop_interpreter(module, passes):
+    run_pipeline(module, "tensor-to-loop")
+    assume(runs_somewhere(module))
+    expected = interpret(module, seed=3)
+    assume(schedule(module, passes) is None)
+    text = print_module(module)
+    assert_close(expected, interpret(module, seed=3), module, f"tile, {passes}:\n{text}")
+    tensorized = [lp for lp in module.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes]
+    event(f"on tensor cores: {bool(tensorized)}")
+    run_pipeline(module, "tile-to-kernel")
+    assert_close(expected, interpret(module, seed=3), module, f"kernel, {passes}:\n{text}")
+    names = {op.name for op in module.walk()}
+    assert ("kernel.mma" in names) == bool(tensorized), text
+    staged = "tile.stage" in text
+    if tensorized and staged and "tile-chunk-reduce{bk=8}" not in passes:
+        assert "kernel.ldmatrix" in names, text
+
+
+@pytest.mark.parametrize("dtype", [bf16, f16])
+def test_a_linear_layer_on_mma_compiles_without_spills(dtype, tmp_path, monkeypatch):
+    """The default pipeline on nn.Linear's product (512 x 2048 by a 2560 x 2048 weight): tensorized, its kernels
+    compile for sm_80 and sm_90a with no stack frame and no spills."""
+    from irforge.parser import parse_module
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
+    m = parse_module(_linear(512, 2560, 2048, dtype.name))
+    run_pipeline(m, "loop-to-tile")
+    assert any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp)), print_module(m)
+    run_pipeline(m, "tile-to-kernel")
+    assert any(isinstance(op, K.LdmatrixOp) for op in m.walk())
+    run_pipeline(m, "kernel-to-cuda")
+    for k in (op for op in m.body.ops if op.name == "cuda.kernel"):
+        for arch in ("sm_80", "sm_90a"):
+            for name, use in resource_usage(k.attributes["source"], k.attributes["sym_name"], arch=arch).items():
+                assert use.spill_stores == use.spill_loads == use.stack_frame == 0, (arch, name, use)
+
+
+def test_decode_shapes_and_targets_without_tensor_cores_stay_on_the_simt_path():
+    from irforge.parser import parse_module
+
+    for m_rows, target in ((32, Target()), (512, Target(arch="sm_75"))):
+        with use_target(target):
+            m = parse_module(_linear(m_rows, 2560, 2048, "bf16"))
+            run_pipeline(m, "loop-to-tile")
+        assert not any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp)), (m_rows, target)
+
+
+def _linear(m: int, n: int, k: int, dtype: str) -> str:
+    return f"""func.func @forward(%x: {dtype}[{m},{k}], %w: {dtype}[{n},{k}]) -> {dtype}[{m},{n}] {{
+  %y = loop.buffer {dtype}[{m},{n}]
+  loop.kernel @k_linear {{
+    loop.for %a0 in 0..{m} {{
+      loop.for %a1 in 0..{n} {{
+        %s = loop.reduce %r in 0..{k} add(0.0) -> f32 {{
+          %a = loop.load %x[%a0, %r]
+          %a32 = scalar.cast %a : {dtype} -> f32
+          %b = loop.load %w[%a1, %r]
+          %b32 = scalar.cast %b : {dtype} -> f32
+          %p = scalar.mul %a32, %b32 : f32
+          loop.yield %p
+        }}
+        %o = scalar.cast %s : f32 -> {dtype}
+        loop.store %y[%a0, %a1] = %o
+      }}
+    }}
+  }}
+  func.return %y
+}}
+"""
+
+
+def test_fragment_layout_is_the_register_tile_of_the_thread():
+    """An accumulator's lane elements, row-major over the lane's points, are the points the tile loop's layout
+    gives the thread, in the same order (so the reshape between them is free)."""
+    from irforge.dialects.kernel.types import FragType
+    from irforge.dialects.tile.fragments import acc_layout
+
+    for extents, warps in (((64, 64), (2, 2)), ((32, 16), (2, 1)), ((128, 256), (8, 1))):
+        layout = acc_layout(extents, warps)
+        tile = tuple(e // w for e, w in zip(extents, warps))
+        frag = FragType("acc", bf16, tile)
+        for unit in range(layout.work_items):
+            warp, lane = divmod(unit, 32)
+            coords = layout.work_coords(unit)
+            pts = [
+                (layout.index(0, coords[0], i), layout.index(1, coords[1], j))
+                for i in range(layout.vector[0])
+                for j in range(layout.vector[1])
+            ]
+            w0, w1 = divmod(warp, warps[1])
+            want = [(w0 * tile[0] + r, w1 * tile[1] + c) for r, c in frag.points(lane // 4, lane % 4)]
+            assert pts == want, (extents, warps, unit)
