@@ -22,7 +22,12 @@ from irforge.target import Target, use_target
 from irforge.types import bf16, f16
 
 # After map-to-tile: a block tile that warps can share, then the tensor cores, then any of the later passes.
-BLOCKS = ["{bm=16 bn=16 threads=32}", "{bm=16 bn=16 threads=64}", "{bm=32 bn=16 threads=64}", "{bm=32 bn=32 threads=128}"]
+BLOCKS = [
+    "{bm=16 bn=16 threads=32}",
+    "{bm=16 bn=16 threads=64}",
+    "{bm=32 bn=16 threads=64}",
+    "{bm=32 bn=32 threads=128}",
+]
 LATER = {
     "tile-chunk-reduce": ["{bk=16}", "{bk=32}", "{bk=8}"],
     "tile-split-reduce": ["{splits=2}", "{splits=2 via=partials}", "{splits=3}"],
