@@ -148,7 +148,7 @@ def test_unmaterializable_combines_are_refused_at_the_op():
     assert "power of two" in LowerToKernel().check(parse_module(text))[1]
 
 
-def test_vectorized_index_used_as_a_value_is_refused():
+def test_vectorized_index_used_as_a_value_is_a_tile_of_its_lanes():
     text = """func.func @forward(%x: f32[8]) -> f32[8] {
   %y = tile.buffer f32[8]
   tile.kernel @k grid(1) block(2) {
@@ -162,9 +162,9 @@ def test_vectorized_index_used_as_a_value_is_refused():
 }
 """
     m = parse_module(text, "v.ir")
-    with pytest.raises(IRForgeError) as e:
-        run_pipeline(m, "tile-to-kernel")
-    assert "v.ir:4:5" in e.value.render() and "uses the index as a value" in e.value.render()
+    run_pipeline(m, "tile-to-kernel")
+    assert "kernel.const [0, 1, 2, 3] : index[4]" in print_module(m)
+    np.testing.assert_array_equal(interpret(m)[0], np.arange(8, dtype=np.float32))
 
 
 def test_kernels_read_then_write_their_buffers():

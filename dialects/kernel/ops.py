@@ -439,12 +439,13 @@ def _value_type_ok(t) -> bool:
 
 
 class ConstOp(KernelOp):
-    """A constant: a scalar, or a register tile or fragment with every element equal to it."""
+    """A constant: a scalar, or a register tile or fragment with every element equal to it, or a register tile
+    with each element given (`kernel.const [0, 1, 64, 65] : index[2,2]`, row-major: a tile of lane offsets)."""
 
     name = "kernel.const"
     operand_names = ()
     result_names = ("result",)
-    attribute_types = {"value": (int, float, bool)}
+    attribute_types = {"value": (int, float, bool, tuple)}
     num_regions = 0
     traits = frozenset({"pure"})
 
@@ -453,8 +454,12 @@ class ConstOp(KernelOp):
         if not _value_type_ok(t):
             raise self.error(f"result must be a scalar, register tile or fragment, got {t}")
         v, et = self.attributes["value"], element_type(t)
-        if isinstance(v, bool) != (et.name == "bool") or (isinstance(v, float) and not et.is_float):
-            raise self.error(f"value {p_attr(v)} does not fit type {et}")
+        if isinstance(v, tuple):
+            if not isinstance(t, TensorType) or len(v) != t.numel:
+                raise self.error(f"{len(v)} values for {t}: a tile constant gives one per element")
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, bool) != (et.name == "bool") or (isinstance(x, float) and not et.is_float):
+                raise self.error(f"value {p_attr(x)} does not fit type {et}")
 
     def print_custom(self, p):
         p.write("kernel.const ", p.attr(self.attributes["value"]), " : ", p.type(self.result.type))

@@ -460,7 +460,12 @@ def _index_op(sim, op, values, mask, w, env):
 
 
 def _const(sim, op, values, mask, w, env):
-    values[op.result] = _full(mask, op.result.type, op.attributes["value"])
+    v, t = op.attributes["value"], op.result.type
+    if isinstance(v, tuple):  # one value per element
+        tile = quantize(np.asarray(v).reshape(_per_thread(t)), element_type(t))
+        values[op.result] = np.broadcast_to(tile, (len(mask), *tile.shape)).copy()
+        return
+    values[op.result] = _full(mask, t, v)
 
 
 def _cast(sim, op, values, mask, w, env):

@@ -97,9 +97,6 @@ def why_not(loop: LoopOp, widths=None) -> str | None:
     for op in loop.walk():
         if op is loop:
             continue
-        index_lanes = [v for v in op.operands if v in lanes and v.type == loop.ivs[0].type]
-        if index_lanes and not isinstance(op, (LoadOp, StoreOp, IndexOp, StageOp)):
-            return f"'{op.name}' uses the index as a value, not a subscript"
         if isinstance(op, StageOp) and any(v in lanes for v in op.indices):
             return "a stage's box moves with the vector lanes (a box is one for the whole block)"
         if isinstance(op, (LoadOp, StoreOp)):
@@ -202,10 +199,22 @@ class Lanes:
                 offset = flat_offset(op)
                 got = frozenset(ld for ld in loop_lanes(op) if coefficient(offset, ld.iv) != 0)
             elif isinstance(op, LoopOp):
+                # A carrier's components combine together (online: the sums rescale by the max): they vary alike.
                 own = {LaneDim(op, d) for d in range(len(op.extents))}
-                got = self.of(op.yielded[v.index]) - own
+                at = 0
+                for _, _, results in op.carriers:
+                    if at <= v.index < at + len(results):
+                        break
+                    at += len(results)
+                parts = op.yielded[at : at + len(results)]
+                got = frozenset().union(*(self.of(y) for y in parts)) - own
             elif isinstance(op, CombineOp):
-                got = self.of(op.operands[v.index])
+                at = 0
+                for _, width, _ in op.carriers:
+                    if at <= v.index < at + width:
+                        break
+                    at += width
+                got = frozenset().union(*(self.of(x) for x in op.operands[at : at + width]))
             else:
                 got = frozenset().union(*(self.of(x) for x in op.operands))
         self.cache[v] = got

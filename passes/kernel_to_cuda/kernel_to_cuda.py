@@ -407,7 +407,12 @@ class _Emitter:
 
     # ---- values -----------------------------------------------------------------------------------------------
     def op_const(self, op):
-        lit = _literal(op.attributes["value"], element_type(op.result.type), self.index_t)
+        v, t = op.attributes["value"], op.result.type
+        if isinstance(v, tuple):
+            items = ", ".join(_literal(x, element_type(t), self.index_t) for x in v)
+            self.line(f"const {self.ctype(t)} {self.name(op.result)}[{len(v)}] = {{{items}}};")
+            return
+        lit = _literal(v, element_type(t), self.index_t)
         self.declare(op.result, lambda i: lit)
 
     def scalar(self, op):

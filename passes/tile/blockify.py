@@ -3,7 +3,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.tile.algebra import contractions_in
 from irforge.passes.tile.heuristics import THREAD_CHOICES, TILE_CHOICES, heuristic
-from irforge.passes.tile.rewrites import tile_loop
+from irforge.passes.tile.rewrites import collapse_into, tile_loop
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
@@ -49,10 +49,11 @@ class TileBlockify(Pass):
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp):
             return None
-        for band, m_dim, n_dim in _contraction_bands(op):
+        for band, inner, m_dim, n_dim in _contraction_bands(op):
+            extents = band.extents + (inner.extents if inner is not None else ())
             for name, size, d in (("bm", self.bm, m_dim), ("bn", self.bn, n_dim)):
-                if size > 1 and band.extents[d] % size:
-                    return f"{name}={size} does not divide the contraction's {band.extents[d]} outputs along it"
+                if size > 1 and extents[d] % size:
+                    return f"{name}={size} does not divide the contraction's {extents[d]} outputs along it"
         if self.threads <= 1:
             return None
         for band, axis in _band_splits(op, _inner_free_loops(op)):
@@ -72,7 +73,9 @@ class TileBlockify(Pass):
         return "threads=1" if self.threads else "the default schedule's choice"
 
     def run(self, op: Operation) -> None:
-        for band, m_dim, n_dim in _contraction_bands(op):
+        for band, inner, m_dim, n_dim in _contraction_bands(op):
+            if inner is not None:
+                band = collapse_into(band, inner)
             _tile_contraction(op, band, m_dim, n_dim, self)
         inner = _inner_free_loops(op)
         splits = _band_splits(op, inner)
@@ -101,22 +104,42 @@ class TileBlockify(Pass):
         T.fit_grid(op)
 
 
-def _contraction_bands(kernel: T.KernelOp) -> list[tuple[T.ForOp, int, int]]:
-    """(band, M dimension, N dimension) of every band whose points are a contraction's outputs and that is not cut
-    into tiles yet (nothing inside it on threads), in a kernel with no threads sized yet."""
+def _contraction_bands(kernel: T.KernelOp) -> list[tuple[T.ForOp, T.ForOp | None, int, int]]:
+    """(band, inner loop, M dimension, N dimension) of every band whose points are a contraction's outputs and that is
+    not cut into tiles yet (nothing inside it on threads), in a kernel with no threads sized yet. With an inner loop,
+    the outputs' dimensions are the band's and that loop's (attention's P @ V: the band over query rows, its
+    softmax statistics, then a loop over the head dimension): collapsing it into the band (`collapse_into`) makes
+    them one band, the dimensions numbered so."""
     if kernel.threads > 1:
         return []
     out = []
     for band in kernel.walk():
         if not _is_band(band) or band.vector > 1 or T.axes_used_within(band) - {*band.bind} or _holds_collectives(band):
             continue
+        inner = _collapsible(band)
+        ivs = band.ivs + (inner.ivs if inner is not None else [])
         for c in contractions_in(band):
-            m = [d for d, iv in enumerate(band.ivs) if iv in c.m]
-            n = [d for d, iv in enumerate(band.ivs) if iv in c.n]
+            m = [d for d, iv in enumerate(ivs) if iv in c.m]
+            n = [d for d, iv in enumerate(ivs) if iv in c.n]
             if m and n:
-                out.append((band, m[-1], n[-1]))
+                out.append((band, inner, m[-1], n[-1]))
                 break
     return out
+
+
+def _collapsible(band: T.ForOp) -> T.ForOp | None:
+    """The one free loop in the band's body whose indices a contraction's outputs need, when everything else in the
+    body is pure and before it (so it can run per point of the loop: per thread, its points' share)."""
+    loops = [op for op in band.body.ops if isinstance(op, T.ForOp)]
+    if len(loops) != 1 or loops[0].bind or loops[0].vector > 1:
+        return None
+    inner = loops[0]
+    rest = band.body.ops[: band.body.ops.index(inner)]
+    after = band.body.ops[band.body.ops.index(inner) + 1 :]
+    if after or not all(op.has_trait("pure") for op in rest):
+        return None
+    c_ivs = {iv for c in contractions_in(inner) for iv in c.m + c.n}
+    return inner if set(inner.ivs) & c_ivs else None
 
 
 def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, p: TileBlockify) -> None:

@@ -60,9 +60,12 @@ def _pow2_ceil(n: int) -> int:
 class Heuristic:
     def cooperative_threads(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Threads along threadIdx.x that share `reduce` (1: it stays in one thread). A contraction's reduction is
-        not shared: its outputs are tiled over threads instead (`tile-blockify`)."""
+        not shared, nor any other at the point of a contraction's outputs (attention's softmax statistics beside
+        P @ V): the outputs are tiled over threads instead (`tile-blockify`), each thread its points' statistics."""
         n = reduce.extents[0]
         if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
+            return 1
+        if any(contractions_in(band) for band in reduce.ancestors() if isinstance(band, T.ForOp)):
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
         size = min((t.bytes for t in loads), default=4)

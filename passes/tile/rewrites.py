@@ -80,3 +80,27 @@ def tile_loop(loop: T.ForOp, sizes: tuple[int, ...], inner_bind=(), hints=("t", 
             outer.attributes[k] = v
     loop.erase()
     return inner
+
+
+def collapse_into(band: T.ForOp, inner: T.ForOp) -> T.ForOp:
+    """Make `band` and the free loop `inner` in its body one loop over both their dimensions (the band's first);
+    the band's other ops (pure) run at each of the new points, before `inner`'s body. Returns the new loop."""
+    names = [iv.name_hint for iv in band.ivs + inner.ivs]
+    new = T.ForOp.build(band.extents + inner.extents, bind=band.bind, iv_hints=names)
+    new.loc = band.loc
+    for k, v in band.attributes.items():
+        if k not in ("extents", *T.SCHEDULE_ATTRIBUTES):
+            new.attributes[k] = v
+    for old, iv in zip(band.ivs + inner.ivs, new.ivs):
+        old.replace_all_uses_with(iv)
+    for op in list(band.body.ops):
+        if op is inner:
+            for x in list(inner.body.ops):
+                x.detach()
+                new.body.append(x)
+        else:
+            op.detach()
+            new.body.append(op)
+    band.parent.insert_before(band, new)
+    band.erase()
+    return new

@@ -230,12 +230,33 @@ class Materializer:
 
     def get(self, v: Value) -> Value:
         """The kernel value of tile value `v` in the current lane context (a tile made in an outer context gains
-        trailing dimensions of size 1)."""
+        trailing dimensions of size 1; a lane index used as a value is the tile of its lanes' indices)."""
+        if v.type == index and self.varies.of(v) & set(self.lanes):
+            return self.index_tile(ValueDim(v))
         kv = self.env[v]
         t = kv.type
         if isinstance(t, TensorType) and t.rank < len(self.lanes):
             return self.kb.reshape(kv, TensorType(t.dtype, t.shape + (1,) * (len(self.lanes) - t.rank)))
         return kv
+
+    def index_tile(self, e: ix.IndexExpr) -> Value:
+        """An index expression over lane indices as a register tile of index values (each lane index is its lane
+        0's value plus the tile of its lanes' offsets)."""
+        kb = self.kb
+        if isinstance(e, ValueDim):
+            ld = next((ld for ld in self.lanes if ld.iv is e.value), None)
+            if ld is None:
+                return self.index_tile(vectors.expand(e)) if e.value not in self.env else self.env[e.value]
+            shape = tuple(ld.size if x is ld else 1 for x in self.lanes)
+            offsets = tuple(ld.loop.layout.lane_offset(ld.dim, k) for k in range(ld.size))
+            return kb.scalar("add", self.env[e.value], kb.const(offsets, TensorType(index, shape)))
+        if isinstance(e, ix.Const):
+            return kb.const(e.value, index)
+        if isinstance(e, ix.CeilDiv):
+            return self.index_tile((e.lhs + e.rhs - 1) // e.rhs)
+        ops = {ix.Add: "add", ix.Sub: "sub", ix.Mul: "mul", ix.FloorDiv: "floordiv", ix.Mod: "remainder",
+               ix.Min: "minimum", ix.Max: "maximum"}  # fmt: skip
+        return kb.scalar(ops[type(e)], *(self.index_tile(k) for k in e.children()))
 
     # ---- ops ----------------------------------------------------------------------------------------------------
     def block(self, block) -> None:
