@@ -6,8 +6,9 @@
 `prepare` writes each (shape, variant) as a cuda-level program (`DIR/<case>.ir`, the text parses back) and fills
 the NVRTC cache (`DIR/cache`) so the GPU run compiles nothing; `run` checks each program against torch (fp32, no
 TF32) on random inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, median), and prints
-a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `torch-to-cuda`'s schedule; the others
-override tile pass options through the pipeline text, as the tuner would.
+a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `loop-to-tile` as `torch-to-cuda` runs
+it; the others override tile pass options through the pipeline text, as the tuner would (`plain`: without the
+shared-memory passes, `plain+X`: with one of them back).
 """
 
 from __future__ import annotations
@@ -35,30 +36,46 @@ SHAPES = {
     "TL.q.s512.linear": (512, 2048, 2048, True),
 }
 
-LOOP_TO_TILE = (
-    "map-to-tile,tile-cooperative-reduce,tile-blockify{opts_b},tile-register-tile{opts_r},tile-permute-lanes{opts_p},"
-    "tile-chunk-reduce{opts_c},tile-split-reduce{opts_s},tile-vectorize,tile-stage-inputs,tile-multi-buffer{opts_m},"
-    "tile-async-copy,tile-pipeline"
-)
+
+def _loop_to_tile() -> list[str]:
+    """The passes of the `loop-to-tile` pipeline, in order."""
+    text = (Path(__file__).parent.parent / "pipelines" / "loop-to-tile.pipeline").read_text()
+    lines = [ln.split("#")[0].strip() for ln in text.splitlines()]
+    return [p.strip() for p in " ".join(lines).split(",") if p.strip()]
 
 
-def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, splits=0, rows=0, group_bytes=0) -> str:
-    def opts(**kw):
-        kv = " ".join(f"{k.replace('_', '-')}={v}" for k, v in kw.items() if v)
-        return "{" + kv + "}" if kv else ""
+def variant(bm=0, bn=0, threads=0, tm=0, tn=0, bk=0, stages=0, splits=0, rows=0, group_bytes=0, **more) -> str:
+    """`loop-to-tile` with some options set, as the tuner would: the contraction schedule's (`rows` and
+    `group_bytes` are tile-permute-lanes'), and any pass's by name (`tile_pad_smem="pad=0"`)."""
+    opts = {
+        "tile-blockify": {"bm": bm, "bn": bn, "threads": threads},
+        "tile-register-tile": {"tm": tm, "tn": tn},
+        "tile-permute-lanes": {"rows": rows, "group-bytes": group_bytes},
+        "tile-chunk-reduce": {"bk": bk},
+        "tile-split-reduce": {"splits": splits},
+        "tile-multi-buffer": {"stages": stages},
+    }
+    text = {name: " ".join(f"{k}={v}" for k, v in kv.items() if v) for name, kv in opts.items()}
+    text |= {name.replace("_", "-"): value for name, value in more.items()}
+    return ",".join(p + ("{" + text[p] + "}" if text.get(p) else "") for p in _loop_to_tile())
 
-    return LOOP_TO_TILE.format(
-        opts_b=opts(bm=bm, bn=bn, threads=threads),
-        opts_r=opts(tm=tm, tn=tn),
-        opts_p=opts(rows=rows, group_bytes=group_bytes),
-        opts_c=opts(bk=bk),
-        opts_s=opts(splits=splits),
-        opts_m=opts(stages=stages),
-    )
 
-
+# The shared-memory passes (tile-tma, -pad-smem, -swizzle-smem, -rasterize, -unroll) one at a time, against the
+# schedule without any of them.
+PLAIN = dict(tile_tma="stages=none", tile_pad_smem="pad=0", tile_swizzle_smem="swizzle=0,0,0",
+             tile_rasterize="rows=1", tile_unroll="max-ops=1")  # fmt: skip
 VARIANTS = {
     "default": variant(),
+    "plain": variant(**PLAIN),
+    "plain+tma": variant(**{**PLAIN, "tile_tma": "stages=auto"}),
+    "plain+swizzle": variant(**{**PLAIN, "tile_swizzle_smem": ""}),
+    "plain+pad": variant(**{**PLAIN, "tile_pad_smem": ""}),
+    "plain+unroll": variant(**{**PLAIN, "tile_unroll": ""}),
+    "no-tma": variant(tile_tma="stages=none"),
+    "tma-all": variant(tile_tma="stages=all"),
+    "raster8": variant(tile_rasterize="rows=8"),
+    "warps4x8": variant(rows=4),  # tile-permute-lanes' 4 x 8 warps: A's rows swizzled apart (sweep 2 had them clash)
+    "warps4x8.plain": variant(rows=4, **PLAIN),
     "64x128": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1),
     "64x128.nosplit": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1, group_bytes=4),
     "64x128.bk16": variant(bm=64, bn=128, threads=128, tm=8, tn=8, bk=16, splits=1),
@@ -120,7 +137,7 @@ def prepare(out: Path, shapes, variants) -> None:
             except Exception as e:  # a refused option point is a row, not the end of the sweep
                 print(f"{s} {v}: refused: {str(e).splitlines()[0]}")
                 continue
-            log = ""
+            logs = []
             for op in module.body.ops:
                 if op.name == "cuda.kernel":
                     a = op.attributes
@@ -128,9 +145,10 @@ def prepare(out: Path, shapes, variants) -> None:
                     log = compile_cuda(
                         a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
                     ).log
+                    usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
+                    logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
             (out / f"{s}__{v}.ir").write_text(print_module(module))
-            regs = " ".join(x for x in log.split("\n") if "registers" in x or "spill" in x)
-            print(f"{s} {v}: {time.time() - t0:.1f}s {' '.join(regs.split())}")
+            print(f"{s} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}")
 
 
 def run(src: Path, out_json: str | None, only: str = "") -> None:

@@ -2,9 +2,10 @@
 
 The public API is small and loads lazily (nothing here imports torch):
 
-    parse_module(text, file)       text -> IR module
-    print_module(module)           IR module -> text
-    run_pipeline(module, "a,b{x=1}", ...)
+    parse_module(text, file)                       text -> IR module
+    print_module(module)                           IR module -> text
+    run_pipeline(module, "a,b{x=1}", ...)          run a pipeline on a module, in place
+    Pass, option, Choices, IntRange, Pow2          a pass and its options' domains (docs/writing-a-pass.md)
     compile(model, *example_inputs, ir="tensor")   PyTorch -> a Program: IR at a level, params, interpreter
     interpret(module, inputs, params)              run IR with its level's reference interpreter
 """
@@ -19,7 +20,9 @@ _LAZY = {
     "run_pipeline": ("irforge.pass_manager", "run_pipeline"),
     "Pass": ("irforge.pass_manager", "Pass"),
     "option": ("irforge.pass_manager", "option"),
-    "registry": ("irforge.registry", "registry"),
+    "Choices": ("irforge.pass_manager", "Choices"),
+    "IntRange": ("irforge.pass_manager", "IntRange"),
+    "Pow2": ("irforge.pass_manager", "Pow2"),
     "compile": ("irforge.compiler", "compile"),
     "Program": ("irforge.compiler", "Program"),
     "interpret": ("irforge.interpreter", "interpret"),

@@ -83,7 +83,7 @@ def _strip_comments(text: str) -> str:
 def parse_pipeline(text: str, source: str = "<pass-pipeline>") -> list:
     global _LARK
     if _LARK is None:
-        _LARK = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True)
+        _LARK = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True, cache=True)
     register_source(source, text)
     text = _strip_comments(text)
     _check_nesting(text, source)

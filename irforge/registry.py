@@ -3,8 +3,9 @@
 Built-ins are found by walking the `irforge.dialects` and `irforge.passes` packages; plugins register through the
 entry-point groups `irforge.dialects` (a `Dialect`, or a module defining `dialect`), `irforge.passes` (a `Pass`
 subclass, or a module whose `Pass` subclasses are all registered) and `irforge.pipelines` (a module or package
-whose folder holds `.pipeline` files, or a path). Everything is loaded on first use; a name registered twice, or a
-pipeline named like a pass, is an error naming both sources.
+whose folder holds `.pipeline` files, or a path); scalar ops come through `irforge.scalar_ops` (`scalar_ops.py`).
+Everything is loaded on first use; a name registered twice, or a pipeline named like a pass, is an error naming both
+sources.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ class Registry:
                 m = importlib.import_module(mod.name)
                 if hasattr(m, "dialect"):
                     self._add(found, "dialect", m.dialect, mod.name)
-            for ep, obj in _entry_points("irforge.dialects"):
+            for ep, obj in plugin_objects("irforge.dialects"):
                 d = getattr(obj, "dialect", obj)
-                self._add(found, "dialect", d, _ep_source(ep))
+                self._add(found, "dialect", d, plugin_source(ep))
             self._dialects = found
         return self._dialects
 
@@ -95,11 +96,15 @@ class Registry:
                 m = importlib.import_module(mod.name)
                 for p in _passes_in(m, Pass):
                     self._add(found, "pass", p, mod.name, key=p.name)
-            for ep, obj in _entry_points("irforge.passes"):
+            for ep, obj in plugin_objects("irforge.passes"):
                 for p in [obj] if isinstance(obj, type) else _passes_in(obj, Pass):
-                    self._add(found, "pass", p, _ep_source(ep), key=p.name)
+                    self._add(found, "pass", p, plugin_source(ep), key=p.name)
             self._passes = dict(sorted(found.items()))
         return self._passes
+
+    def add_pass(self, cls) -> None:
+        """Register a pass class defined in Python (a notebook, a test): it then runs by name like any other."""
+        self._add(self.passes(), "pass", cls, f"{cls.__module__}.{cls.__qualname__}", key=cls.name)
 
     # ---- named pipelines ----------------------------------------------------------------------------------------
     def pipelines(self) -> dict[str, NamedPipeline]:
@@ -108,7 +113,7 @@ class Registry:
             for entry in resources.files("irforge.pipelines").iterdir():
                 if entry.name.endswith(".pipeline"):
                     self._add_pipeline(found, entry.name, entry.read_text(encoding="utf-8"), str(entry))
-            for _ep, obj in _entry_points("irforge.pipelines"):
+            for _ep, obj in plugin_objects("irforge.pipelines"):
                 path = Path(obj.__file__).parent if hasattr(obj, "__file__") else Path(obj)
                 for f in sorted(path.glob("*.pipeline")) if path.is_dir() else [path]:
                     self._add_pipeline(found, f.name, f.read_text(encoding="utf-8"), str(f))
@@ -142,7 +147,9 @@ def _passes_in(module, base) -> list:
     ]
 
 
-def _entry_points(group: str):
+def plugin_objects(group: str):
+    """(entry point, loaded object) for each entry point of `group`, by name; a plugin that fails to load is a
+    located error naming it."""
     for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         try:
             yield ep, ep.load()
@@ -150,7 +157,8 @@ def _entry_points(group: str):
             raise error(f"cannot load plugin '{ep.name}' ({ep.value}) from group {group}: {e}") from None
 
 
-def _ep_source(ep) -> str:
+def plugin_source(ep) -> str:
+    """Where an entry point comes from, for messages: `plugin 'name' (module:obj) from dist version`."""
     dist = getattr(ep, "dist", None)
     where = f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
     return f"plugin '{ep.name}' ({ep.value}) from {where}"

@@ -57,12 +57,22 @@ def _round_half_even(x):
 
 @dataclass(frozen=True)
 class ScalarOp:
+    """One entry of the table. A plugin adds one through the entry-point group `irforge.scalar_ops` (a `ScalarOp`, or
+    a module whose `scalar_ops` lists them; such a module should import nothing of irforge but this one):
+
+        ScalarOp("softplus", 1, "math", lambda x: np.logaddexp(0, x), "irf_softplus", "log(1 + e ** a)",
+                 cuda_source="IRF_DEV float irf_softplus(float a) { return log1pf(expf(a)); }")
+
+    `cuda_source` defines the prelude function for each C type the op takes (float, double, __half,
+    __nv_bfloat16, ...); the built-in ops' definitions are generated in `dialects/cuda/prelude.py`."""
+
     name: str
     arity: int
     kind: str  # "arith" | "math" | "compare" | "logic" | "select" | "cast"
     numpy: object  # vectorised implementation on numpy arrays
     cuda: str  # infix operator ("+") or the prelude function "irf_<name>"
     summary: str
+    cuda_source: str = ""  # a plugin op's prelude definitions of its `irf_<name>` function
 
     @property
     def infix(self) -> bool:
@@ -150,6 +160,22 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         _op("cast", 1, "cast", _cast, None, "convert to the result type"),
     ]
 }
+
+
+def _add_plugin_ops() -> None:
+    from .diagnostics import error
+    from .registry import plugin_objects, plugin_source
+
+    for ep, obj in plugin_objects("irforge.scalar_ops"):
+        for op in getattr(obj, "scalar_ops", (obj,)):
+            if not isinstance(op, ScalarOp):
+                raise error(f"{plugin_source(ep)} gives a {type(op).__name__}, not an irforge.scalar_ops.ScalarOp")
+            if op.name in SCALAR_OPS:
+                raise error(f"scalar op '{op.name}' of {plugin_source(ep)} is already in the table")
+            SCALAR_OPS[op.name] = op
+
+
+_add_plugin_ops()
 
 
 @dataclass(frozen=True)

@@ -80,12 +80,16 @@ def index_exprs(num_dims: int, max_leaves: int = 8):
     leaves = st.integers(-100, 100).map(ix.Const)
     if num_dims:
         leaves = leaves | st.integers(0, num_dims - 1).map(ix.Dim)
-    kinds = [ix.Add, ix.Sub, ix.Mul, ix.FloorDiv, ix.CeilDiv, ix.Mod, ix.Min, ix.Max]
-    return st.recursive(
-        leaves,
-        lambda sub: st.builds(lambda k, a, b: k(a, b), st.sampled_from(kinds), sub, sub),
-        max_leaves=max_leaves,
-    )
+    divisors = st.integers(1, 100).map(ix.Const)  # the verifier takes positive constant divisors only
+
+    def extend(sub):
+        binary = st.sampled_from([ix.Add, ix.Sub, ix.Mul, ix.Min, ix.Max])
+        division = st.sampled_from([ix.FloorDiv, ix.CeilDiv, ix.Mod])
+        return st.builds(lambda k, a, b: k(a, b), binary, sub, sub) | st.builds(
+            lambda k, a, b: k(a, b), division, sub, divisors
+        )
+
+    return st.recursive(leaves, extend, max_leaves=max_leaves)
 
 
 @st.composite

@@ -1,9 +1,5 @@
-"""Hypothesis strategies for loop-level programs, and a naive reference interpreter to check the real one against.
-
-`programs()` draws a function of one to three kernels over small random shapes: free loops over each output
-dimension, an optional reduction (any monoid, the online carrier included) whose body loads inputs through random
-affine / floordiv / mod / min subscripts (always in bounds), random scalar math, and a store. Later kernels may read
-earlier kernels' buffers; every buffer is returned.
+"""A naive reference interpreter of loop-level programs (to check the real one against), and strategies for the
+tensor-level programs the fusion passes must handle.
 
 `naive_interpret` runs a program one iteration at a time with Python loops and folds reductions with each monoid's
 `combine` program, the definition the vectorized interpreter's fast paths must agree with.
@@ -14,114 +10,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 from irforge.dialects.loop import BufferOp, ForOp, IndexOp, KernelOp, LoadOp, ReduceOp, StoreOp, YieldOp
-from irforge.dialects.loop.build import Builder
-from irforge.dialects.loop.indexing import ValueDim
 from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
-from irforge import index_expr as ix
 from irforge.builtin import FuncOp, ModuleOp, ReturnOp
-from irforge.scalar_ops import MONOIDS, evaluate, quantize
+from irforge.scalar_ops import evaluate, quantize
+from irforge.testing.strategies import shapes
 from irforge.types import f32, tensor
-
-UNARY = ("neg", "abs", "exp", "tanh", "sigmoid", "sin")
-BINARY = ("add", "sub", "mul", "maximum", "minimum")
-
-
-@st.composite
-def shapes(draw, min_rank=0, max_rank=3, max_dim=4):
-    rank = draw(st.integers(min_rank, max_rank))
-    return tuple(draw(st.integers(1, max_dim)) for _ in range(rank))
-
-
-@st.composite
-def subscript(draw, ivs, size):
-    """An index expression over loop indices `ivs` (list of (value, extent)) that stays inside 0..size-1."""
-    kind = draw(st.sampled_from(["affine", "div", "min", "const"]))
-    if kind == "const" or not ivs:
-        return ix.Const(draw(st.integers(0, size - 1)))
-    terms = [
-        ValueDim(v) * draw(st.integers(1, 3)) for v, _ in draw(st.lists(st.sampled_from(ivs), min_size=1, max_size=2))
-    ]
-    e = terms[0]
-    for t in terms[1:]:
-        e = e + t
-    e = e + draw(st.integers(0, 2))
-    if kind == "div":
-        e = e // draw(st.integers(1, 3))
-    if kind == "min":
-        return ix.minimum(e, size - 1)
-    return e % size
-
-
-@st.composite
-def scalar_expr(draw, b: Builder, leaves, depth=2):
-    """A scalar f32 value computed from `leaves` with random table ops."""
-    if depth == 0 or draw(st.booleans()):
-        return draw(st.sampled_from(leaves))
-    if draw(st.booleans()):
-        return b.scalar(draw(st.sampled_from(UNARY)), draw(scalar_expr(b, leaves, depth - 1)))
-    lhs = draw(scalar_expr(b, leaves, depth - 1))
-    rhs = draw(scalar_expr(b, leaves, depth - 1))
-    if draw(st.integers(0, 4)) == 0:
-        c = b.scalar("lt", lhs, rhs)
-        return b.scalar("select", c, lhs, rhs)
-    return b.scalar(draw(st.sampled_from(BINARY)), lhs, rhs)
-
-
-@st.composite
-def loads(draw, b: Builder, buffers, ivs, dtype=f32):
-    out = []
-    for buf in draw(st.lists(st.sampled_from(buffers), min_size=1, max_size=3)):
-        v = b.load(buf, [draw(subscript(ivs, n)) for n in buf.type.shape])
-        out.append(b.cast(v, dtype))
-    return out
-
-
-@st.composite
-def kernel_body(draw, b: Builder, buffers, out, ivs):
-    leaves = draw(loads(b, buffers, ivs))
-    if draw(st.booleans()):
-        monoid = draw(st.sampled_from(sorted(MONOIDS)))
-        width = 2 if monoid == "online" else 1
-        init = tuple(MONOIDS[monoid].identity(f32, i) for i in range(width))
-        init = tuple(float(v) for v in init)
-        if draw(st.integers(0, 3)) == 0 and monoid == "add":
-            init = (float(draw(st.integers(-2, 2))),)
-        extent = draw(st.integers(0, 4))
-        red, riv, rb = b.reduce(extent, [(monoid, init)], [f32] * width, "r")
-        inner = draw(loads(rb, buffers, [*ivs, (riv, extent)]))
-        elem = draw(scalar_expr(rb, inner + leaves))
-        if monoid == "mul":  # keep products of up to 4 terms tame
-            elem = rb.scalar("tanh", elem)
-        rb.yield_(*([elem, rb.const(1.0, f32)] if monoid == "online" else [elem]))
-        leaves = [*leaves, *red.results]
-    value = draw(scalar_expr(b, leaves))
-    b.store(out, [ValueDim(v) for v, _ in ivs], b.cast(value, out.type.dtype))
-
-
-@st.composite
-def programs(draw, max_kernels=3, dtypes=(f32,)):
-    dtype = draw(st.sampled_from(dtypes))
-    inputs = [tensor(dtype, *draw(shapes(min_rank=1))) for _ in range(draw(st.integers(1, 3)))]
-    module = ModuleOp()
-    outs = [tensor(dtype, *draw(shapes())) for _ in range(draw(st.integers(1, max_kernels)))]
-    f = FuncOp.build("forward", inputs, outs, arg_hints=[f"x{i}" for i in range(len(inputs))])
-    module.body.append(f)
-    fb = Builder.at_end(f.body)
-    readable = list(f.args)
-    results = []
-    for k, t in enumerate(outs):
-        buf = fb.insert(BufferOp.build(t, f"t{k}")).result
-        kernel = fb.insert(KernelOp.build(f"k{k}"))
-        b, ivs = Builder.at_end(kernel.body), []
-        for d, n in enumerate(t.shape):
-            iv, b = b.for_(n, f"a{d}")
-            ivs.append((iv, n))
-        draw(kernel_body(b, readable, buf, ivs))
-        readable.append(buf)
-        results.append(buf)
-    fb.insert(ReturnOp(results, [], {}))
-    return module
 
 
 def random_inputs(module, seed=0):

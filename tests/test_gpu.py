@@ -26,6 +26,8 @@ def _examples():
         E.softmax_registers(64, 2048, "f32"),
         E.cp_async_scale(1 << 16, tiles_per_block=8, block=128),
         E.tma_scale(256, 512, box_rows=32, box_cols=64, block=256),
+        E.tma_scale(256, 512, box_rows=32, box_cols=16, block=256, swizzle=32),
+        E.tma_scale(256, 512, box_rows=32, box_cols=64, block=256, swizzle=128),
         E.mma_linear(64, 64, 256),
     ]
 

@@ -15,12 +15,13 @@ from irforge.hashing import structurally_equal
 from irforge.parser import parse_module
 from irforge.printer import print_module
 from irforge.scalar_ops import MONOIDS, quantize
+from irforge.testing.strategies import loop_programs
 from irforge.types import bf16, f16, f32
 
 
 # ---- round trip ------------------------------------------------------------------------------------------------
 @settings(max_examples=40, deadline=None)
-@given(loopgen.programs())
+@given(loop_programs())
 def test_round_trip(module):
     text = print_module(module)
     again = parse_module(text)
@@ -61,19 +62,19 @@ def _check(module, seed=0, rtol=1e-4, atol=1e-5):
 
 
 @settings(max_examples=40, deadline=None)
-@given(loopgen.programs())
+@given(loop_programs())
 def test_interpreter_matches_naive_loops(module):
     _check(module)
 
 
 @settings(max_examples=15, deadline=None)
-@given(loopgen.programs(dtypes=(f16, bf16)))
+@given(loop_programs(dtypes=(f16, bf16)))
 def test_interpreter_half_types(module):
     _check(module, rtol=1e-2, atol=1e-2)
 
 
 @settings(max_examples=15, deadline=None)
-@given(loopgen.programs())
+@given(loop_programs())
 def test_interpreter_in_chunks(module):
     """At most 3 iterations at once: every loop runs in chunks, and reductions combine partial carriers."""
     with pytest.MonkeyPatch.context() as mp:

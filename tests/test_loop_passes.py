@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from irforge.dialects.loop import KernelOp, ReduceOp
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp
 from irforge.pass_manager import run_pipeline
 from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.testing import check_pipeline
+from irforge.testing.strategies import loop_programs, tensor_programs
 from irforge.types import f32, tensor
 
 FUSION = ["loop-fuse-elementwise", "loop-fuse-broadcast", "loop-fuse-reductions"]
@@ -71,7 +71,7 @@ def test_fusion_pass_keeps_the_answer(name, module, recompute):
 
 @pytest.mark.parametrize("name", LOOP_PASSES)
 @SETTINGS
-@given(st.one_of(programs, loopgen.programs()), st.booleans())
+@given(st.one_of(programs, loop_programs()), st.booleans())
 def test_kernel_pass_keeps_the_answer(name, module, fused):
     """On lifted programs (fused or not) and on random loop nests."""
     assume(runs_somewhere(module))
@@ -82,7 +82,7 @@ def test_kernel_pass_keeps_the_answer(name, module, fused):
 
 @pytest.mark.parametrize("name", [*FUSION, *LOOP_PASSES, "tensor-to-loop"])
 @SETTINGS
-@given(st.one_of(programs, loopgen.programs()))
+@given(st.one_of(programs, loop_programs()))
 def test_passes_are_idempotent(name, module):
     """Run twice, a pass (and the whole pipeline) finds nothing left to do: it recognizes its work from the IR."""
     assume(runs_somewhere(module))

@@ -14,7 +14,6 @@ transformers = pytest.importorskip("transformers")
 from irforge.models import compile_model  # noqa: E402
 from irforge.models.generate import Interpreted, greedy, hf_greedy, hf_model, hf_step_logits  # noqa: E402
 from irforge.models.weights import gguf_name, load_weights, random_weights, rotary_permute  # noqa: E402
-from irforge.pass_manager import PassFailure  # noqa: E402
 from irforge.testing import compare  # noqa: E402
 
 # Larger than HF's 0.02: with tiny random weights attention is near uniform and position-blind, and a wrong
@@ -40,7 +39,7 @@ def tiny(kind: str):
 @pytest.fixture(scope="module", params=["llama", "qwen2"])
 def tiny_model(request):
     config = tiny(request.param)
-    model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache=False)
+    model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache=False, parallel=False)
     params = load_weights(None, model.param_types, "f32", config)
     params.update(random_weights({k: t for k, t in model.param_types.items() if "rotary" not in k}, "f32", 1, std=STD))
     return config, model, params
@@ -124,21 +123,26 @@ def test_gguf_round_trip(tmp_path, tiny_model):
     assert quantized
 
 
-def test_linked_cuda_program(tmp_path, monkeypatch):
-    """Both steps of a tiny model at the cuda level (each kernel compiled by NVRTC), linked into one program per
-    step: every instance's launches, each layer bound to its own params and cache."""
+def test_linked_cuda_program(tiny_model):
+    """Both steps of a tiny model lowered on to the cuda level (every kernel through NVRTC) and linked into one
+    program per step: every instance's launches, each layer bound to its own params and cache."""
     from irforge.dialects.cuda import ops as C
 
+    from irforge.models import dump_step, load_step, lower
     from irforge.models.gpu import link
     from irforge.parser import parse_module
     from irforge.printer import print_module
+    from irforge.runtime.nvrtc import compile_cuda
 
-    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
-    model = compile_model(tiny("llama"), batch=2, prompt_len=5, max_len=16, level="cuda")
-    assert list((tmp_path / "cubin").glob("*.cubin"))  # NVRTC ran
-    again = compile_model(tiny("llama"), batch=2, prompt_len=5, max_len=16, level="cuda")
-    assert again.cached
-    for step in model.steps.values():
+    config, model, _ = tiny_model
+    if config.model_type != "llama":
+        pytest.skip("one model is enough")
+    for loop_step in model.steps.values():
+        step = load_step(dump_step(loop_step))  # a copy, lowered further
+        lower(step, "cuda")
+        for seg in step.segments.values():
+            for k in (op for op in seg.module.body.ops if isinstance(op, C.CudaKernelOp)):
+                assert compile_cuda(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a").image
         module = parse_module(print_module(link(step)))  # verifies, and round-trips
         prog = next(op for op in module.body.ops if isinstance(op, C.ProgramOp))
         launches = [op for op in prog.body.ops if isinstance(op, C.LaunchOp)]
@@ -152,21 +156,15 @@ def test_linked_cuda_program(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    raises=PassFailure,
-    strict=True,
-    reason="the tile and kernel levels fail on the bf16 prefill's SwiGLU and down projection kernel (55296 bytes"
-    " of static shared memory, over the 48 KB limit); the decode step compiles",
-)
 def test_tinyllama_compiles_to_cuda(tmp_path, monkeypatch):
-    """The whole TinyLlama-1.1B config (22 layers) to CUDA, every kernel through NVRTC: the 22 identical layers of
-    each step are one segment, compiled once. (Its time is reported, not asserted: the compile-time goal is
+    """The whole TinyLlama-1.1B config (22 layers, f32) to CUDA, every kernel through NVRTC: the 22 identical layers
+    of each step are one segment, compiled once. (Its time is reported, not asserted: the compile-time goal is
     measured on a quiet machine, not in a shared test run.)"""
     import time
 
     monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
     t = time.perf_counter()
-    model = compile_model("tinyllama-1.1b", dtype="bf16", prompt_len=32, max_len=64, level="cuda")
+    model = compile_model("tinyllama-1.1b", dtype="f32", prompt_len=32, max_len=64, level="cuda")
     print(f"TinyLlama-1.1B to CUDA in {time.perf_counter() - t:.1f} s: {model.summary()}")
     for step in model.steps.values():
         assert set(step.segments) == {"prologue", "layer", "epilogue"}
@@ -183,6 +181,7 @@ def _write_config(directory, **fields):
 
 
 def test_cli_compile_model_prints_each_segment_once(tmp_path, monkeypatch):
+    """`irforge compile MODEL`: each step's segments printed once; a second compile reads the cache."""
     import io
 
     from irforge.tools.cli import main
@@ -192,6 +191,9 @@ def test_cli_compile_model_prints_each_segment_once(tmp_path, monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     args = [model, "--ir", "tensor", "--batch", "2", "--prompt-len", "4", "--max-len", "8"]
     assert main(["compile", *args], stdout=out, stderr=err) == 0
+    again, err_again = io.StringIO(), io.StringIO()
+    assert main(["compile", *args], stdout=again, stderr=err_again) == 0  # from the compile cache
+    assert "(cached)" in err_again.getvalue() and again.getvalue() == out.getvalue()
     text = out.getvalue()
     assert text.count("// decode step, @layer: run 2 time(s), by model.layers.0, model.layers.1") == 1
     assert text.count("func.func @layer(") == 2  # once per step

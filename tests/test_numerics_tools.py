@@ -9,6 +9,7 @@ import io
 import pytest
 from irforge.tools.cli import main as cli_main
 from irforge.tools.opt import main as opt_main
+from test_tile_dialect import RACY
 
 LOOP = """func.func @f(%x: f32[4,8]) -> f32[4] {
   %y = loop.buffer f32[4]
@@ -21,20 +22,6 @@ LOOP = """func.func @f(%x: f32[4,8]) -> f32[4] {
         loop.yield %w
       }
       loop.store %y[%a] = %s
-    }
-  }
-  func.return %y
-}
-"""
-RACY = """func.func @f(%x: f32[4,64]) -> f32[4] {
-  %y = tile.buffer f32[4]
-  tile.kernel @k grid(4) block(32) {
-    tile.for %a0 in 0..4 by blockIdx.x {
-      %p = tile.reduce %r in 0..64 by threadIdx.x add(0.0) -> f32 {
-        %v = tile.load %x[%a0, %r]
-        tile.yield %v
-      }
-      tile.store %y[%a0] = %p
     }
   }
   func.return %y

@@ -15,6 +15,7 @@ import pytest
 EXAMPLE = Path(__file__).parent / "plugin_example"
 DOC = Path(__file__).parent.parent / "docs" / "plugins.md"
 OPT = os.path.join(os.path.dirname(sys.executable), "irforge-opt")
+PLUGINS = str(Path(__file__).parent / "plugins")
 
 DUPLICATE_MODULE = '''
 from irforge import Pass
@@ -81,7 +82,8 @@ def installed(tmp_path_factory):
 
 
 def opt(paths, *argv, stdin=""):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
+    """irforge-opt with the plugins installed in `paths` (and the tests' own plugin: the test dialect)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*(str(p) for p in paths), PLUGINS])}
     return subprocess.run([OPT, *argv], input=stdin, capture_output=True, text=True, env=env, timeout=120)
 
 

@@ -26,7 +26,7 @@ r = registry()
 loaded = lambda prefix: sorted(m for m in sys.modules if m.startswith(prefix))
 assert loaded("irforge.passes.") == [] and loaded("irforge.dialects.") == [], sys.modules
 r.dialects()
-assert loaded("irforge.dialects.test") and not loaded("irforge.passes."), loaded("irforge.passes.")
+assert loaded("irforge.dialects.tile") and not loaded("irforge.passes."), loaded("irforge.passes.")
 r.passes()
 assert "irforge.passes.generic.cse" in sys.modules
 assert "torch" not in sys.modules
@@ -96,9 +96,9 @@ def test_plugin_dialect_and_duplicate_dialect(fake_plugins):
     mine = Dialect(name="mine", summary="a plugin dialect", ops=(PluginOp,))
     fake_plugins({"irforge.dialects": [("mine", mine)]})
     assert registry().op_class("mine.op") is PluginOp
-    fake_plugins({"irforge.dialects": [("shadow", Dialect(name="test", summary="clash"))]})
+    fake_plugins({"irforge.dialects": [("shadow", Dialect(name="tile", summary="clash"))]})
     with pytest.raises(
-        IRForgeError, match=r"dialect 'test' is registered twice: by irforge.dialects.test and by plugin"
+        IRForgeError, match=r"dialect 'tile' is registered twice: by irforge.dialects.tile and by plugin"
     ):
         registry().dialects()
 

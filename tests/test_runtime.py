@@ -93,3 +93,66 @@ def test_command_line_compiles_ir_and_reports_errors(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main([str(cu)], out, err) == 1
     assert err.getvalue().startswith("bad.cu:4:24: error: NVRTC: identifier")
+
+
+PTXAS_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'k_a' for 'sm_90a'
+ptxas info    : Function properties for k_a
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 141 registers, used 1 barriers, 18432 bytes smem
+ptxas info    : Compiling entry function 'k_b' for 'sm_90a'
+ptxas info    : Function properties for k_b
+ptxas         .     96 bytes stack frame, 92 bytes spill stores, 88 bytes spill loads
+ptxas info    : Used 32 registers
+ptxas info    : Compile time = 147.927 ms
+"""
+
+
+def test_ptxas_reports_are_read_per_kernel():
+    from irforge.runtime.nvrtc import ResourceUsage, parse_resource_usage
+
+    got = parse_resource_usage(PTXAS_LOG)
+    assert got == {"k_a": ResourceUsage(141, 0, 0, 0, 18432), "k_b": ResourceUsage(32, 96, 92, 88, 0)}
+    assert not got["k_a"].spills and got["k_b"].spills
+
+
+def test_resource_usage_compiles_and_reads_spills():
+    """A contraction kernel whose threads hold 8 x 8 accumulators compiles without spilling; asked to fit 32 blocks
+    of 64 threads on a multiprocessor (32 registers a thread), ptxas spills, and the report says so (read from the
+    log of a cached compile, no GPU)."""
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.parser import parse_module
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import resource_usage
+
+    text = """func.func @forward(%x: f32[128,64], %w: f32[64,128]) -> f32[128,128] {
+  %y = loop.buffer f32[128,128]
+  loop.kernel @k_mm {
+    loop.for %a0 in 0..128 {
+      loop.for %a1 in 0..128 {
+        %s = loop.reduce %r in 0..64 add(0.0) -> f32 {
+          %a = loop.load %x[%a0, %r]
+          %b = loop.load %w[%r, %a1]
+          %p = scalar.mul %a, %b : f32
+          loop.yield %p
+        }
+        loop.store %y[%a0, %a1] = %s
+      }
+    }
+  }
+  func.return %y
+}
+"""
+    m = parse_module(text)
+    schedule = "map-to-tile,tile-blockify{bm=64 bn=64 threads=64},tile-register-tile{tm=8 tn=8},tile-chunk-reduce"
+    run_pipeline(m, f"{schedule},tile-stage-inputs,tile-to-kernel,kernel-to-cuda")
+    (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    src = k.attributes["source"]
+    free = resource_usage(src, "k_mm", arch="sm_90a")["k_mm"]
+    assert free.registers > 64 and not free.spills and free.smem > 0
+    assert "__launch_bounds__(64)" in src
+    capped = resource_usage(src.replace("__launch_bounds__(64)", "__launch_bounds__(64, 32)"), "k_mm", arch="sm_90a")
+    capped = capped["k_mm"]
+    assert capped.registers <= 32 and capped.spill_stores > 0 and capped.spill_loads > 0 and capped.stack_frame > 0
+    assert resource_usage(src, "k_mm", arch="sm_90a")["k_mm"] == free  # from the cache, log and all

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from irforge.dialects.tensor import IndexMapOp
 from irforge.dialects.tensor import interpreter as ti
 from irforge.dialects.tensor.builder import TensorBuilder
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp, ModuleOp, ReturnOp
 from irforge.diagnostics import IRForgeError
@@ -18,6 +17,7 @@ from irforge.index_expr import AffineMap, Const, Dim
 from irforge.interpreter import interpret
 from irforge.parser import parse_module
 from irforge.printer import print_module
+from irforge.testing.strategies import tensor_programs
 from irforge.types import TensorType, f32
 from irforge.verifier import verify
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from tensor_programs import tensor_programs
 
 from irforge.parser import parse_module
 from irforge.printer import print_module
 from irforge.testing import check_pipeline
+from irforge.testing.strategies import tensor_programs
 
 PASSES = ["tensor-compose-index-maps", "tensor-fold-constants", "cse", "dce"]
 

@@ -15,8 +15,8 @@ from tilegen import (
     CONTRACTION_PASSES,
     SCHEDULE_OPTIONS,
     assert_close,
+    in_order,
     loop_programs,
-    preceding,
     runs_somewhere,
     schedule,
     schedule_step,
@@ -49,7 +49,7 @@ def test_any_schedule_keeps_the_answer(module, passes):
 @given(loop_programs(), st.data())
 def test_each_pass_keeps_the_answer_and_is_idempotent(name, module, data):
     others = schedules(passes=tuple(p for p in SCHEDULE_OPTIONS if p != name))
-    before = data.draw(st.one_of(others, preceding(name)))
+    before = data.draw(st.one_of(others, in_order(before=name)))
     _keeps_the_answer_and_is_idempotent(name + data.draw(st.sampled_from(SCHEDULE_OPTIONS[name])), before, module)
 
 
@@ -61,7 +61,7 @@ def test_each_pass_keeps_a_contractions_answer_and_is_idempotent(name, module, d
     first (each with probability 9/10, with options under which they act), on random contractions with
     prologues and epilogues."""
     run_pipeline(module, "tensor-to-loop")
-    before = data.draw(preceding(name, CONTRACTION_OPTIONS, keep=9))
+    before = data.draw(in_order(CONTRACTION_OPTIONS, before=name, keep=9))
     options = CONTRACTION_OPTIONS[name] + SCHEDULE_OPTIONS[name]
     _keeps_the_answer_and_is_idempotent(name + data.draw(st.sampled_from(options)), before, module)
 

@@ -13,7 +13,6 @@ import loopgen
 import numpy as np
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
-from tensor_programs import tensor_programs
 
 from irforge.builtin import FuncOp
 from irforge.diagnostics import IRForgeError
@@ -21,6 +20,7 @@ from irforge.pass_manager import run_pipeline
 from irforge.pipeline import module_level
 from irforge.printer import print_module
 from irforge.registry import registry
+from irforge.testing import strategies
 
 # The passes that schedule a contraction, in the pipeline's order, with option values under which they act on the
 # small contractions of the tests (tiles dividing outputs of 8 x 8 upwards; the defaults tile only larger ones).
@@ -57,8 +57,13 @@ SCHEDULE_OPTIONS = {
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],
     "tile-multi-buffer": ["", "{stages=1}", "{stages=2}", "{stages=3}"],
+    "tile-tma": ["", "{stages=all}"],
     "tile-async-copy": [""],
     "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
+    "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
+    "tile-pad-smem": ["", "{pad=4}"],
+    "tile-rasterize": ["", "{rows=2}"],
+    "tile-unroll": ["", "{max-ops=256}"],
 }
 
 
@@ -66,8 +71,8 @@ SCHEDULE_OPTIONS = {
 def loop_programs(draw):
     module = draw(
         st.one_of(
-            loopgen.programs(),
-            tensor_programs(max_ops=5),
+            strategies.loop_programs(),
+            strategies.tensor_programs(max_ops=5),
             loopgen.softmax_programs(),
             loopgen.sibling_programs(),
             loopgen.contraction_programs(),
@@ -98,12 +103,12 @@ def schedules(draw, passes=tuple(SCHEDULE_OPTIONS)):
 
 
 @st.composite
-def preceding(draw, name: str, options=SCHEDULE_OPTIONS, keep: int = 4):
-    """The passes of `options` before `name` in the pipeline's order, each with probability keep / (keep + 1), with
-    option values from `options`: what `name` usually finds done."""
+def in_order(draw, options=SCHEDULE_OPTIONS, before: str | None = None, keep: int = 4):
+    """Passes of `options` in the pipeline's order (those before the pass `before` only, when given), each with
+    probability keep / (keep + 1), with option values from `options`: what a pass usually finds done."""
     order = list(SCHEDULE_OPTIONS)
-    before = [p for p in order[: order.index(name)] if p in options]
-    chosen = [p for p in before if draw(st.integers(0, keep))]
+    end = order.index(before) if before else len(order)
+    chosen = [p for p in order[:end] if p in options and draw(st.integers(0, keep))]
     return [p + draw(st.sampled_from(options[p])) for p in chosen]
 
 

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import new_plugin
 from .driver import write_output
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
@@ -140,10 +141,12 @@ def _hooks(args, err, timer) -> list:
 
 
 def _is_model(args) -> bool:
+    f = args.file
+    if f is None or f.endswith((".py", ".ir", ".mlir")):
+        return False  # decided without importing irforge.models (and transformers)
     from irforge.models.configs import BUILTIN
 
-    f = args.file
-    return f is not None and (f in BUILTIN or os.path.isdir(f) or f.endswith(".json"))
+    return f in BUILTIN or os.path.isdir(f) or f.endswith(".json")
 
 
 def _compile_model_run(args, out, err) -> int:
@@ -334,6 +337,12 @@ COMMANDS = {
             "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
             _generate_arguments,
             _generate_run,
+        ),
+        Command(
+            "new-plugin",
+            "write a plugin with one pass, its lit test and its numeric test (they pass as written)",
+            new_plugin.add_arguments,
+            new_plugin.run,
         ),
     ]
 }

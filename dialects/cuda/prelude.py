@@ -361,6 +361,8 @@ def _scalar_functions() -> str:
         if name in _BOOL:
             params = ", ".join(f"bool {x}" for x in args.split(", "))
             out.append(f"IRF_DEV bool irf_{name}({params}) {{ {_BOOL[name]} }}")
+        if op.cuda_source:
+            out.append(op.cuda_source.strip())
     return "\n".join(out) + "\n"
 
 

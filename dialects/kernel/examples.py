@@ -653,19 +653,24 @@ func.func @forward(%x: f32[{n}]) -> f32[{n}] {{
     )
 
 
-def tma_scale(rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block: int = 64) -> Example:
+def tma_scale(
+    rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block: int = 64, swizzle: int = 0
+) -> Example:
     """out = 2 * x (bf16 in, f32 out): thread 0 asks the copy engine for a box of a 2-D bf16 tensor, every thread
-    waits on the mbarrier, then reads the box from shared memory."""
+    waits on the mbarrier, then reads the box from shared memory. With `swizzle` (the box's row bytes: 32, 64 or
+    128), the copy engine writes the box swizzled and the reads go through the same swizzle."""
     assert rows % box_rows == 0 and cols % box_cols == 0
     box = box_rows * box_cols
+    tmap = f"!kernel.tensormap<bf16, [{rows}, {cols}], [{box_rows}, {box_cols}]{f', {swizzle}' if swizzle else ''}>"
     head = _header(
-        "k_tma_scale",
-        [f"%xm: !kernel.tensormap<bf16, [{rows}, {cols}], [{box_rows}, {box_cols}]>", "%out: !kernel.ptr<f32>"],
+        "k_tma_scale" + (f"_sw{swizzle}" if swizzle else ""),
+        [f"%xm: {tmap}", "%out: !kernel.ptr<f32>"],
         f"{cols // box_cols}, {rows // box_rows}",
         f"{block}",
     )
+    sw = f" swizzle({(swizzle // 16).bit_length() - 1}, 3, 3)" if swizzle else ""
     ir = f"""{head} {{
-  %tile = kernel.smem bf16[{box_rows},{box_cols}]
+  %tile = kernel.smem bf16[{box_rows},{box_cols}]{sw}
   %full = kernel.smem mbarrier[1]
   %t = kernel.thread_id x
   %bx = kernel.block_id x
@@ -691,12 +696,12 @@ def tma_scale(rows: int, cols: int, box_rows: int = 8, box_cols: int = 32, block
 }}
 func.func @forward(%x: bf16[{rows},{cols}]) -> f32[{rows},{cols}] {{
   %out = kernel.alloc : f32[{rows},{cols}]
-  kernel.launch @k_tma_scale(%x, %out)
+  kernel.launch @k_tma_scale{f"_sw{swizzle}" if swizzle else ""}(%x, %out)
   func.return %out
 }}
 """
     return Example(
-        "tma_scale",
+        "tma_scale" + (f"_sw{swizzle}" if swizzle else ""),
         ir,
         lambda rng: [_rand(rng, (rows, cols), "bf16")],
         lambda ins: [2.0 * ins[0].astype(np.float64)],
@@ -830,6 +835,8 @@ def tiny_examples() -> list[Example]:
         softmax_registers(2, 512, "bf16", block=32),
         cp_async_scale(1024, tiles_per_block=4, block=64),
         tma_scale(16, 64, box_rows=8, box_cols=32, block=64),
+        tma_scale(16, 128, box_rows=8, box_cols=32, block=64, swizzle=64),
+        tma_scale(32, 128, box_rows=16, box_cols=64, block=64, swizzle=128),
         mma_linear(32, 16, 48),
         ldmatrix_mma(32, 24, 32, a_t=False, b_t=True),
         ldmatrix_mma(16, 16, 32, a_t=True, b_t=False, dtype="f16"),
@@ -854,6 +861,7 @@ def gpu_examples() -> list[Example]:
         softmax_registers(28 * 2048, 2048, "bf16"),
         cp_async_scale(1 << 22, tiles_per_block=8, block=128),
         tma_scale(4096, 4096, box_rows=32, box_cols=64, block=256),
+        tma_scale(4096, 4096, box_rows=32, box_cols=64, block=256, swizzle=128),
         mma_linear(256, 256, 512),
         ldmatrix_mma(64, 64, 256, a_t=False, b_t=True),
         ldmatrix_mma(64, 32, 128, a_t=True, b_t=False, dtype="f16"),

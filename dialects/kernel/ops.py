@@ -29,6 +29,7 @@ from .types import (
     SmemType,
     TensorMapType,
     element_type,
+    tma_swizzle,
     with_element_type,
 )
 
@@ -1238,7 +1239,8 @@ class MbarrierWaitOp(_MbarrierOp):
 class TmaLoadOp(IndexedOp):
     """`cp.async.bulk.tensor`: one thread asks the copy engine for the box of a tensor map at `coords` (element
     coordinates, outermost first); it lands in a shared-memory buffer (or the sub-buffer its leading indices pick,
-    whose shape is the box) and completes the transaction bytes on an mbarrier."""
+    whose shape is the box), swizzled as the tensor map says, and completes the transaction bytes on an
+    mbarrier."""
 
     name = "kernel.tma_load"
     operand_names = ("tmap", "dst", "bar", "*indices")
@@ -1259,8 +1261,10 @@ class TmaLoadOp(IndexedOp):
         k = len(self.exprs("dst_index"))
         if dst.dtype != tm.dtype or tuple(dst.shape[k:]) != tuple(tm.box):
             raise self.error(f"destination {dst} indexed by {k} must be a {tm.dtype} box of shape {list(tm.box)}")
-        if dst.swizzle:
-            raise self.error("swizzled TMA destinations are not supported yet")
+        want = tma_swizzle(tm.swizzle, tm.dtype) if tm.swizzle else ()
+        if tuple(dst.swizzle) != want:
+            what = f"swizzle({', '.join(map(str, want))})" if want else "no swizzle"
+            raise self.error(f"the tensor map writes its boxes with {what}, so the destination {dst} must have it")
 
     def print_custom(self, p):
         p.write("kernel.tma_load ", p.value(self.tmap), "[", self.fmt(p, "coords"), "] -> ", p.value(self.dst))

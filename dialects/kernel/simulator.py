@@ -1029,7 +1029,7 @@ def _tma_load(sim, op, values, mask, w, env):
             if not 0 <= p < size:
                 raise sim._error(op, f"destination index {pre} is outside {dst.type}", w, lane)
         base = sum(p * s for p, s in zip(pre, dst.type.strides[:k]))
-        a = base + np.arange(box.size)
+        a = _swizzle(base + np.arange(box.size), dst.type.swizzle)  # the copy engine writes swizzled rows
         if dst.pending[a].any():
             raise sim._error(op, "copies into shared memory another async copy is still filling", w, lane)
         dst.pending[a] = True

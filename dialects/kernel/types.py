@@ -39,15 +39,34 @@ class PtrType(DialectType):
         _scalar(self.dtype, "!kernel.ptr's element type")
 
 
+# The copy engine's swizzle modes (CU_TENSOR_MAP_SWIZZLE_32B, _64B, _128B): within each span of 8 x `span` bytes of
+# shared memory, the 16-byte pieces of a `span`-byte row are permuted by XOR with the row's index in the span.
+TMA_SWIZZLE_SPANS = (32, 64, 128)
+
+
+def tma_swizzle(span: int, dtype: ScalarType) -> tuple[int, int, int]:
+    """The `!kernel.smem` swizzle [B, M, S] (over element offsets) that the copy engine's `span`-byte swizzle mode
+    writes: bits [4, 4 + B) of the byte address XOR bits [7, 7 + B), B = log2(span / 16)."""
+    m = (16 // dtype.bytes).bit_length() - 1
+    return ((span // 16).bit_length() - 1, m, 7 - 4)
+
+
 @dataclass(frozen=True, slots=True)
 class TensorMapType(DialectType):
     """`!kernel.tensormap<bf16, [4096, 4096], [64, 64]>`: a TMA descriptor over a row-major global tensor of
-    `shape`, copying boxes of `box` elements (passed to the kernel by value, as a `__grid_constant__`)."""
+    `shape`, copying boxes of `box` elements (passed to the kernel by value, as a `__grid_constant__`); a fourth
+    parameter, 32, 64 or 128, has the copy engine swizzle the box's rows of that many bytes as it writes them
+    (`tma_swizzle`)."""
 
     name: ClassVar[str] = "kernel.tensormap"
     dtype: ScalarType
     shape: tuple
     box: tuple
+    swizzle: int = 0
+
+    @property
+    def params(self) -> tuple:
+        return (self.dtype, self.shape, self.box, self.swizzle) if self.swizzle else (self.dtype, self.shape, self.box)
 
     def __post_init__(self):
         _scalar(self.dtype, "!kernel.tensormap's element type")
@@ -60,6 +79,12 @@ class TensorMapType(DialectType):
         # The copy engine's rules: rows of the box and of the tensor are whole multiples of 16 bytes.
         if (self.box[-1] * self.dtype.bytes) % 16 or (self.shape[-1] * self.dtype.bytes) % 16:
             raise ValueError("!kernel.tensormap's innermost box and tensor dimensions must span multiples of 16 bytes")
+        row = self.box[-1] * self.dtype.bytes
+        if self.swizzle and (self.swizzle not in TMA_SWIZZLE_SPANS or row != self.swizzle):
+            raise ValueError(
+                f"!kernel.tensormap's swizzle must be {', '.join(map(str, TMA_SWIZZLE_SPANS))} bytes, the box's rows"
+                f" ({row} bytes)"
+            )
 
     @property
     def box_bytes(self) -> int:
@@ -109,6 +134,16 @@ class SmemType(DialectType):
             out.append(s)
             s *= d
         return tuple(reversed(out))
+
+    @property
+    def align(self) -> int:
+        """Bytes the buffer's start is aligned to: 128, or a swizzled one's period (2^(B+M+S) elements) up to 1024
+        bytes, so that the copy engine's swizzles (which repeat every 256, 512 or 1024 bytes of shared-memory
+        addresses) are the buffer's own."""
+        if not self.swizzle:
+            return 128
+        b, m, s = self.swizzle
+        return max(128, min(1024, (1 << (b + m + s)) * self.dtype.bytes))
 
 
 @dataclass(frozen=True, slots=True)

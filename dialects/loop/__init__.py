@@ -40,7 +40,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.types import ScalarType, TensorType, index
 
 from . import indexing
-from .indexing import kernel_of, loop_extents
+from .indexing import kernel_of
 
 
 def _is_int(v) -> bool:
@@ -376,23 +376,13 @@ class YieldOp(Operation):
 
 
 # ---- memory and indices ----------------------------------------------------------------------------------------
-class AccessOp(indexing.SubscriptOp):
-    """Shared by loads and stores: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
-
-    def kernel(self):
-        return kernel_of(self)
-
-    def extents(self) -> dict:
-        return loop_extents(self)
-
-
-class LoadOp(indexing.LoadValueOp, AccessOp):
+class LoadOp(indexing.LoadValueOp):
     """Read one element of a buffer."""
 
     name = "loop.load"
 
 
-class StoreOp(indexing.StoreValueOp, AccessOp):
+class StoreOp(indexing.StoreValueOp):
     """Write one element of a buffer (only in a kernel body or a free loop, never in a reduction)."""
 
     name = "loop.store"

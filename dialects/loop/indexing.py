@@ -206,14 +206,14 @@ def loop_extents(op: Operation) -> dict:
 # ---- ops the loop and tile levels share --------------------------------------------------------------------------
 class SubscriptOp(Operation):
     """Base of the ops that address a buffer, `%buffer[e0, e1, ...]` (the buffer is operand 0): an `index` map over
-    SSA index values. A level's subclass answers `kernel()` (the kernel around it) and `extents()` (its loops'
-    ranges), which the subscript's bounds check needs."""
+    SSA index values. `kernel()` (the kernel around it) and `extents()` (its loops' ranges) are what the subscript's
+    bounds check needs."""
 
-    def kernel(self) -> Operation | None:
-        raise NotImplementedError
+    def kernel(self) -> KernelBase | None:
+        return kernel_of(self)
 
     def extents(self) -> dict:
-        raise NotImplementedError
+        return loop_extents(self)
 
     def index_exprs(self) -> list[IndexExpr]:
         """The subscripts as expressions over the index values (`ValueDim` leaves)."""

@@ -18,7 +18,6 @@ from irforge.location import fuse
 
 from ..scalar import ConstOp
 from . import (
-    AccessOp,
     ForOp,
     IndexOp,
     KernelOp,
@@ -27,7 +26,6 @@ from . import (
     ReduceOp,
     StoreOp,
     indexing,
-    loop_extents,
 )
 
 
@@ -57,7 +55,7 @@ def fold_index_ops(root: Operation) -> bool:
     """Substitute `loop.index` results into the subscripts (and index ops) that use them; erase unused ones."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (AccessOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
+        if isinstance(op, (indexing.SubscriptOp, IndexOp)) and any(isinstance(v.owner, IndexOp) for v in op.operands):
             _rewrite_subscripts(op, lambda e, op=op: indexing.substitute(e, _index_defs(op)))
             changed = True
     for op in list(root.walk(post_order=True)):
@@ -74,8 +72,8 @@ def simplify_subscripts(root: Operation) -> bool:
     """Fold what the loop extents decide in every subscript (`(a*8 + b) floordiv 8 -> a` for b < 8, ...)."""
     changed = False
     for op in list(root.walk()):
-        if isinstance(op, (AccessOp, IndexOp)):
-            extents = loop_extents(op)
+        if isinstance(op, (indexing.SubscriptOp, IndexOp)):
+            extents = indexing.loop_extents(op)
             changed |= _rewrite_subscripts(op, lambda e, x=extents: indexing.simplify(e, x))
     return changed
 

@@ -25,14 +25,18 @@ from irforge.types import ScalarType, TensorType, boolean, f32, i64
 from . import ConstantOp, ElementwiseOp, GatherOp, IndexMapOp, IotaOp, ParamOp, ReduceOp, ScatterOp
 
 
+class ShapeError(ValueError):
+    """Shapes the builder cannot combine (they do not broadcast): the caller's operands, not the builder's bug."""
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy's broadcast of shapes; raises ValueError when they do not broadcast."""
+    """numpy's broadcast of shapes; raises ShapeError when they do not broadcast."""
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(rank):
         dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {1}
         if len(dims) > 1:
-            raise ValueError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
+            raise ShapeError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 
@@ -151,7 +155,7 @@ class TensorBuilder:
         if src == shape:
             return x
         if broadcast_shapes(src, shape) != shape:
-            raise ValueError(f"cannot broadcast {list(src)} to {list(shape)}")
+            raise ShapeError(f"cannot broadcast {list(src)} to {list(shape)}")
         lead = len(shape) - len(src)
         exprs = [ix.Const(0) if n == 1 else Dim(lead + i) for i, n in enumerate(src)]
         return self.index_map(x, shape, exprs)

@@ -163,7 +163,8 @@ def _reduce(op, args):
 
 def _index_map(op, args):
     (x,) = args
-    return x[_index(op.attributes["map"].results, op.result.type.shape)]
+    shape = op.result.type.shape
+    return np.broadcast_to(x[_index(op.attributes["map"].results, shape)], shape)  # a 0-d input is read as is
 
 
 def _gather(op, args):

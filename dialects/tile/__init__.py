@@ -48,7 +48,7 @@ from irforge.types import ScalarType, TensorType, index
 
 from ..launch import dims_text, launch_dims
 from ..loop import indexing
-from ..loop.indexing import enclosing_loops, kernel_of, loop_extents
+from ..loop.indexing import enclosing_loops, kernel_of
 from .layout import Layout
 
 BLOCK_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -607,22 +607,12 @@ def _is_function_buffer(v: Value) -> bool:
     return owner.parent is not None and isinstance(owner.parent.parent, FuncOp)
 
 
-class _Indexed(indexing.SubscriptOp):
-    """Shared by loads, stores and stages: `%buffer[e0, e1, ...]` with index expressions over SSA index values."""
-
-    def kernel(self):
-        return kernel_of(self)
-
-    def extents(self) -> dict:
-        return loop_extents(self)
-
-
 # How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
 STAGE_ATTRIBUTES = {"ring": int, "copy": str, "prefetch": int, "pad": int, "swizzle": tuple}
 STAGE_COPIES = ("async", "tma")
 
 
-class StageOp(_Indexed):
+class StageOp(indexing.SubscriptOp):
     """Copy a box of a buffer (its shape is the result type's; its first element is at the subscript) into the
     block's shared memory: every thread of the block reaches it together (in a loop, on every trip); loads then
     read the copy.
@@ -653,15 +643,19 @@ class StageOp(_Indexed):
         return self.attributes.get("prefetch", 0)
 
     def copy_width(self) -> int:
-        """Elements per piece of the copy: 16 bytes where the rows of the box and of the buffer and the box's start
-        allow it, else fewer."""
+        """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
+        copy (padded) and the box's start allow it, else fewer; no more than a unit of its swizzle."""
         from .vectors import expand
 
+        pad = self.attributes.get("pad", 0)
+        swizzle = self.attributes.get("swizzle", ())
         nbytes = self.result.type.dtype.bytes
         v = max(1, 16 // nbytes)
+        if swizzle:
+            v = min(v, 1 << swizzle[1])
         last = expand(self.index_exprs()[-1])
         box, shape = self.box, self.source.type.shape
-        while v > 1 and (box[-1] % v or shape[-1] % v or not indexing.multiple_of(last, v)):
+        while v > 1 and (box[-1] % v or (box[-1] + pad) % v or shape[-1] % v or not indexing.multiple_of(last, v)):
             v //= 2
         return v
 
@@ -681,8 +675,8 @@ class StageOp(_Indexed):
         why = self.why_not_ring()
         if why:
             return why
-        if self.copy != "async":
-            return "is prefetched, which needs an asynchronous copy (async)"
+        if self.copy not in STAGE_COPIES:
+            return "is prefetched, which needs an asynchronous copy (async or tma)"
         loop = self.parent_op
         inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
         if any(v in inside for v in self.indices):
@@ -738,7 +732,7 @@ class StageOp(_Indexed):
         p.write(" : ", p.type(self.result.type))
 
 
-class LoadOp(indexing.LoadValueOp, _Indexed):
+class LoadOp(indexing.LoadValueOp):
     """Read one element of a buffer or of a staged box."""
 
     name = "tile.load"
@@ -749,7 +743,7 @@ class LoadOp(indexing.LoadValueOp, _Indexed):
         super().verify_()
 
 
-class StoreOp(indexing.StoreValueOp, _Indexed):
+class StoreOp(indexing.StoreValueOp):
     """Write one element of a buffer (never inside a reduction); once per point (see the module docstring)."""
 
     name = "tile.store"

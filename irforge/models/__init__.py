@@ -126,12 +126,14 @@ def compile_model(
     max_len: int | None = None,
     level: str = "cuda",
     cache: bool = True,
+    parallel: bool = True,
     instrumentations=(),
 ) -> CompiledModel:
     """Capture and lower a model's prefill (`prompt_len` tokens) and decode step, for a cache of `max_len` tokens
     (default: twice the prompt). `spec` is a built-in name, a model directory, a config.json, or an HF config.
 
-    The two steps compile in two processes at once (unless instrumentations print passes); at the cuda level each
+    The two steps compile in two processes at once (`parallel`, unless instrumentations print passes: a process
+    costs seconds to start, which only a large model repays); at the cuda level each
     distinct kernel is also compiled by NVRTC for the default target (its cubin cache is the runtime's). The result
     is cached on disk, keyed by the config, the sizes, the level and the sources of irforge, torch and transformers.
     """
@@ -151,7 +153,7 @@ def compile_model(
         done = json.loads(path.read_text())
         cached = True
     else:
-        if instrumentations:
+        if instrumentations or not parallel:
             done = [_compile_step(*job, instrumentations=instrumentations) for job in jobs]
         else:
             done = _in_workers(jobs)
@@ -313,7 +315,9 @@ __all__ = [
     "capture_step",
     "compile_model",
     "describe",
+    "dump_step",
     "load_compiled",
+    "load_step",
     "lower",
     "run",
     "save_compiled",

@@ -209,7 +209,8 @@ class Module:
 
 # ---- arguments -------------------------------------------------------------------------------------------------
 class TensorMap:
-    """A TMA descriptor (CUtensorMap, 128 bytes) over a row-major tensor in global memory, no swizzle."""
+    """A TMA descriptor (CUtensorMap, 128 bytes) over a row-major tensor in global memory; `swizzle` (0, 32, 64 or
+    128 bytes) picks the copy engine's swizzle mode."""
 
     _DTYPES = {
         "f32": "FLOAT32",
@@ -224,7 +225,7 @@ class TensorMap:
         "i16": "UINT16",
     }
 
-    def __init__(self, dtype: str, shape, box, address: int, elem_bytes: int):
+    def __init__(self, dtype: str, shape, box, address: int, elem_bytes: int, swizzle: int = 0):
         cu = _cu()
         rank = len(shape)
         # The driver takes dimensions innermost first, and the byte strides of all but the innermost.
@@ -243,7 +244,7 @@ class TensorMap:
                 [cu.cuuint32_t(b) for b in reversed(box)],
                 [cu.cuuint32_t(1)] * rank,
                 cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-                cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+                getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{f'{swizzle}B' if swizzle else 'NONE'}"),
                 cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                 cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             ),

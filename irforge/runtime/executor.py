@@ -217,7 +217,7 @@ class Executor:
     def _tensormap(self, t, address: int) -> driver.TensorMap:
         tm = self._tensormaps.get((t, address))
         if tm is None:
-            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, t.dtype.bytes)
+            tm = driver.TensorMap(t.dtype.name, t.shape, t.box, address, t.dtype.bytes, t.swizzle)
             self._tensormaps[(t, address)] = tm
         return tm
 

@@ -337,13 +337,15 @@ class _Emitter:
             else:
                 ct, count, nbytes = self.ctype(t.dtype), t.numel, t.nbytes
             what = f"mbarrier[{t.count}]" if isinstance(t, MbarrierType) else f"{t.dtype}{list(t.shape)}"
+            align = 128 if isinstance(t, MbarrierType) else t.align
             if "dynamic" in op.attributes:
                 if offset == 0:
                     self.line("extern __shared__ __align__(1024) unsigned char irf_dynamic_smem[];")
+                offset = -(-offset // align) * align
                 self.line(f"{ct}* const {n} = reinterpret_cast<{ct}*>(irf_dynamic_smem + {offset});  // {what}")
                 offset += -(-nbytes // 128) * 128
             else:
-                self.line(f"__shared__ __align__(128) {ct} {n}[{count}];  // {what}")
+                self.line(f"__shared__ __align__({align}) {ct} {n}[{count}];  // {what}")
                 static += nbytes
         limit = target().smem_static
         if static > limit:

@@ -11,8 +11,9 @@ from irforge.pass_manager import Pass
 class LoopDeadCode(Pass):
     """Erase what nothing needs: unused computation, dead stores, empty kernels, unused buffers and params.
 
-    Within kernels, pure ops (reductions included) whose results are unused; then stores to buffers no kernel
-    reads and the function does not return, kernels left without stores, and buffers and params nothing uses.
+    Within kernels, pure ops (reductions included) whose results are unused and loops that never run (a size-0
+    dimension; a reduction that never runs is its init values); then stores to buffers no kernel reads and the
+    function does not return, kernels left without stores, and buffers and params nothing uses.
     """
 
     name = "loop-dce"

@@ -16,6 +16,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
+from irforge.passes.tile import banks
 
 from irforge.target import target
 
@@ -47,6 +48,11 @@ CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may t
 # 128 accumulators a thread), smaller where the shape is.
 TENSOR_MIN_ROWS = 64
 MMA_TILE = (128, 128, 128)
+PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
+RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
+# An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
+# chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
+UNROLL_OPS = 4096
 
 
 def _pow2_floor(n: int) -> int:
@@ -63,25 +69,28 @@ class Heuristic:
         not shared, nor any other at the point of a contraction's outputs (attention's softmax statistics beside
         P @ V): the outputs are tiled over threads instead (`tile-blockify`), each thread its points' statistics."""
         n = reduce.extents[0]
-        if n < MIN_COOPERATIVE or contraction_of(reduce) is not None:
+        if contraction_of(reduce) is not None:
             return 1
         if any(contractions_in(band) for band in reduce.ancestors() if isinstance(band, T.ForOp)):
             return 1
         loads = [op.operands[0].type.dtype for op in reduce.walk() if isinstance(op, T.LoadOp)]
         size = min((t.bytes for t in loads), default=4)
+        if n < MIN_COOPERATIVE:  # a short row: a thread a 16-byte vector of it, the row's threads within a warp
+            return max(1, min(target().warp_size, _pow2_floor(n * size // 16)))
         return max(32, min(THREADS_PER_BLOCK, _pow2_floor(n * size // BYTES_PER_THREAD)))
 
     def band_threads(self, kernel: T.KernelOp, band: T.ForOp, axis: str) -> int:
         """Threads along `axis` a band's points are split over (1: the band stays one point per block).
 
         Along threadIdx.x (nothing inside shares the band's point): up to 256, no more than the points. Along y,
-        below threads that share each point: rows per block filling 128 threads, dividing the points evenly (so a
-        combine inside never waits for a row that has no point)."""
+        below threads that share each point: rows per block filling 128 threads, but no more than leave a block for
+        each multiprocessor, dividing the points evenly (so a combine inside never waits for a row that has no
+        point)."""
         points = band.work_items
         if axis == "threadIdx.x":
             return min(THREADS_PER_BLOCK, _pow2_ceil(points))
         per_point = kernel.threads
-        rows = max(1, ROW_BLOCK_THREADS // per_point)
+        rows = max(1, min(ROW_BLOCK_THREADS // per_point, _pow2_floor(points // target().sm_count)))
         while rows > 1 and points % rows:
             rows //= 2
         return rows
@@ -215,6 +224,59 @@ class Heuristic:
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
         return RING
+
+    # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
+    def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
+        """Row pads (elements) tile-pad-smem weighs: powers of two from one element up to PAD_BYTES (a pad of p
+        words moves row r's banks by r * p words; two 16-byte vectors' worth is the most a conflict between
+        vector accesses needs)."""
+        size = stage.result.type.dtype.bytes
+        return tuple(p for p in (1, 2, 4, 8, 16, 32) if p * size <= PAD_BYTES)
+
+    def smem_swizzles(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[tuple[int, int, int], ...]:
+        """Swizzles (B, M, S) tile-swizzle-smem weighs: units of the widest vector the stage's reads and copy move
+        (2^M elements, so no vector leaves one), 1 to 3 bits of the unit's index XOR the B bits S above them,
+        every S that keeps those bits inside one copy of the box."""
+        widest = max((w for _, w in banks.stage_cost(stage).widths), default=stage.result.type.dtype.bytes)
+        m = (widest // stage.result.type.dtype.bytes).bit_length() - 1
+        top = banks.smem_type(stage).numel.bit_length() - 1
+        return tuple((b, m, sh) for b in (1, 2, 3) for sh in range(1, 8) if m + sh + b <= top)
+
+    def copy_engine(self, kernel: T.KernelOp, stage: T.StageOp) -> bool:
+        """Whether tile-tma copies a stage it can with the tensor memory accelerator: a multi-buffered stage (the
+        slabs of a contraction's K loop: the engine takes their copies off the threads) whose best layout the
+        engine can write (dense, or its swizzle of the box's rows) costs the bank model no more wavefronts than
+        the best layout a copy by the threads can have (dense, or one of the pads and swizzles above): the
+        engine writes no wavefronts of the threads', but it cannot pad, and swizzles rows of 32, 64 or 128 bytes
+        one way only."""
+        if stage.ring < 2:
+            return False
+        engine = [{"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks.tma_layout(stage)) if sw is not None]
+        copy = "async" if target().has("cp.async") else "sync"
+        threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
+        threads += [{"copy": copy, "pad": p, "swizzle": ()} for p in self.smem_pads(kernel, stage)]
+        threads += [{"copy": copy, "pad": 0, "swizzle": sw} for sw in self.smem_swizzles(kernel, stage)]
+        now = banks.stage_cost(stage)
+        best = []
+        for layouts in (engine, threads):
+            fine = [c for c in (banks.evaluate(stage, a, now) for a in layouts) if c.why_not is None]
+            best.append(min((c.cost.wavefronts for c in fine), default=float("inf")))
+        return best[0] <= best[1]
+
+    # ---- block order and unrolling --------------------------------------------------------------------------------
+    def raster_candidates(self, kernel: T.KernelOp, band: T.ForOp) -> tuple[int, ...]:
+        """Rows of blocks tile-rasterize weighs grouping a band's work items by (those dividing its rows)."""
+        rows = band.layout.work_grid[-2]
+        return tuple(r for r in RASTER_ROWS if rows % r == 0)
+
+    def l2_bytes(self) -> int:
+        """L2 capacity the block-order model counts on: half the target's (H100's L2 is two partitions; a block
+        reading the far one goes through both), the rest for the outputs and everything else."""
+        return target().l2_bytes // 2
+
+    def unroll_ops(self, kernel: T.KernelOp, loop: T.LoopOp) -> int:
+        """Most register-tile element operations an innermost loop may unroll fully to (tile-unroll)."""
+        return UNROLL_OPS
 
 
 def _holds_contraction(reduce: T.ReduceOp) -> bool:

@@ -32,7 +32,7 @@ def substitute(region_op: Operation, repl: dict[Value, ix.IndexExpr], at: T.Loop
 
 
 def _rewrite_subscripts(op: Operation, repl: dict) -> None:
-    extents = T.loop_extents(op)
+    extents = indexing.loop_extents(op)
     if isinstance(op, T.IndexOp):
         exprs, key, fixed, tail = [op.index_expr()], "expr", [], []
     else:

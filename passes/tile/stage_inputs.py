@@ -213,7 +213,7 @@ def _stage(owner: Operation, buf: Value, loads: list[T.LoadOp], offsets, sizes) 
     stage = T.StageOp.build(buf, offsets, sizes, hint=hint, loc=loads[0].loc)
     owner.body.insert(0, stage)
     for ld in loads:
-        extents = T.loop_extents(ld)
+        extents = indexing.loop_extents(ld)
         local = [indexing.simplify(expand(e) - o, extents) for e, o in zip(ld.index_exprs(), offsets)]
         new = T.LoadOp.build(stage.result, local, ld.result.name_hint, ld.loc)
         ld.parent.insert_before(ld, new)

@@ -108,14 +108,14 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
         elif isinstance(op, T.BufferOp):
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
-            params = op.read_buffers() + op.stored_buffers()
+            params = memory.params(op)
             mat = Materializer(op, params)
             module.body.insert_before(func, mat.build())
             for k, buf in enumerate(mat.zeroed):
                 name = f"{op.sym_name}_zero{k}"
                 module.body.insert_before(func, zero_kernel(name, buf.type, op.loc))
                 func.body.insert_before(op, K.LaunchOp([buf], (), {"callee": SymbolRef(name)}, loc=op.loc))
-            new = K.LaunchOp(params, (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)
+            new = K.LaunchOp([b for b, _ in params], (), {"callee": SymbolRef(op.sym_name)}, loc=op.loc)
         else:
             continue
         func.body.insert_before(op, new)
@@ -145,19 +145,20 @@ class Materializer:
     lane 0); `lanes` is the stack of lane dimensions around the op being materialized (the register-tile
     dimensions, outermost first); `trip` the work item each enclosing loop is on."""
 
-    def __init__(self, tk: T.KernelOp, params: list[Value]):
+    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]]):
         self.tk = tk
         attrs = {k: v for k, v in tk.attributes.items() if k not in ("sym_name", "grid", "block", "tune")}
-        if any(p.type.numel > _INDEX_LIMIT for p in params):
+        if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
-        types = [PtrType(p.type.dtype) for p in params]
+        names = [value_hint(p) if isinstance(t, PtrType) else f"{value_hint(p) or 'buffer'}_map" for p, t in params]
         kb = KernelBuilder.kernel(
-            tk.sym_name, types, tk.attributes["grid"], tk.attributes["block"], names=[value_hint(p) for p in params]
+            tk.sym_name, [t for _, t in params], tk.attributes["grid"], tk.attributes["block"], names=names
         )
         kb.op.loc = kb.loc = tk.loc
         kb.op.attributes.update(attrs)
         self.kb = kb
-        self.ptr = dict(zip(params, kb.args))
+        self.ptr = {p: a for (p, t), a in zip(params, kb.args) if isinstance(t, PtrType)}
+        self.tmap = {(p, t): a for (p, t), a in zip(params, kb.args) if not isinstance(t, PtrType)}
         self.env: dict[Value, Value] = {}
         self.lanes: list[vectors.LaneDim] = []
         self.varies = vectors.Lanes()
@@ -165,11 +166,13 @@ class Materializer:
         self.hw: dict[str, Value] = {}
         self.staged: dict[Value, memory.Staged] = {}
         self.stage_smem: dict[T.StageOp, Value] = {}
+        self.stage_bars: dict[T.StageOp, Value] = {}  # a `tma` stage's mbarriers
         self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
         self.affine: dict[Value, combines.Affine] = {}  # values that are affine in a cross-block partial
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.n_smem = 0
+        self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0
 
     def build(self) -> K.KernelFuncOp:
@@ -193,8 +196,13 @@ class Materializer:
         return self.hw[a]
 
     def smem(self, t, hint: str) -> Value:
-        """A shared buffer; large ones (over half the static limit) in dynamic shared memory."""
-        attrs = {"dynamic": UNIT} if t.nbytes > target().smem_static // 2 else {}
+        """A shared buffer; large ones (over half the static limit), and any the static limit has no room left
+        for, in dynamic shared memory."""
+        limit = target().smem_static
+        dynamic = t.nbytes > limit // 2 or self.static_smem + t.nbytes > limit
+        if not dynamic:
+            self.static_smem += t.nbytes
+        attrs = {"dynamic": UNIT} if dynamic else {}
         return self._prologue(K.SmemOp((), [t], attrs, result_hints=[hint]), smem=True)
 
     # ---- index expressions ------------------------------------------------------------------------------------

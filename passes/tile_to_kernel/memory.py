@@ -10,7 +10,16 @@ A stage is a shared-memory buffer filled by all of the block's threads (16-byte 
 then a barrier. Its attributes say how: `ring N` keeps N copies used in turn along the enclosing loop (trip k
 uses copy k mod N: no barrier is needed before overwriting one); `async` copies with cp.async; `prefetch P`
 issues the copy for trip k + P at the start of trip k (after waiting for trip k's own copy and a barrier), the
-first P before the loop: the copies of later trips are in flight while this one computes.
+first P before the loop: the copies of later trips are in flight while this one computes; `pad` and `swizzle`
+are the shared buffer's row padding and swizzle.
+
+`tma`: the tensor memory accelerator copies the box. The kernel takes a `!kernel.tensormap` of the source (built
+on the host, passed by value) and the stage an mbarrier per slot of its ring. One thread (the block's first)
+announces the box's bytes on the slot's mbarrier (`arrive expect_tx`) and asks for the box; every thread waits
+for the slot's phase by its parity (the stage's trip k completes phase k div N of mbarrier k mod N); the
+mbarriers are set up by that thread before the stage's loop (then a barrier). Prefetched, trip k waits for its
+own box, passes a barrier (every thread is done with trip k - 1, whose slot trip k + P - N <= k - 1 reused) and
+has trip k + P's box requested, as cp.async stages do.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from dataclasses import dataclass
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import SmemType
+from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
 
@@ -62,7 +71,9 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         if op.copy_width() * op.result.type.dtype.bytes < 4:
             return "copies asynchronously, but its rows do not split into aligned 4-, 8- or 16-byte pieces"
     if op.copy == "tma":
-        return "copies with the tensor memory accelerator, which lower-to-kernel does not materialize yet"
+        why = why_not_tma(op)
+        if why:
+            return why
     if op.ring > 1 or op.prefetch:
         why = op.why_not_ring()
         if why:
@@ -72,46 +83,87 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     return None
 
 
+def tensormap_type(op: T.StageOp) -> TensorMapType:
+    """The tensor map a `tma` stage copies its box with (raises ValueError where the copy engine cannot)."""
+    dtype = op.result.type.dtype
+    span = op.box[-1] * dtype.bytes if op.attributes.get("swizzle") else 0
+    return TensorMapType(dtype, op.source.type.shape, op.box, span)
+
+
+def why_not_tma(op: T.StageOp) -> str | None:
+    """Why the tensor memory accelerator cannot copy the stage (None when it can): the target has none, the box is
+    no tensor map's (at most 256 elements a dimension, rank 5, rows of 16-byte multiples), the shared copy is
+    padded or swizzled otherwise than the copy engine writes, a ring's slots are not aligned for it, or a loop
+    around the stage other than its own makes several trips (its mbarriers' phases count the stage's trips in
+    one run of its loop)."""
+    if not target().has("tma"):
+        return f"is copied by the tensor memory accelerator, which {target().arch} lacks (sm_90 and later have it)"
+    if op.attributes.get("pad"):
+        return "has padded rows, which the tensor memory accelerator does not write (it writes the box densely)"
+    try:
+        tm = tensormap_type(op)
+    except ValueError as e:
+        return f"is not a box the tensor memory accelerator copies: {e}"
+    sw = tuple(op.attributes.get("swizzle", ()))
+    if sw and sw != tma_swizzle(tm.swizzle, tm.dtype):
+        want = ", ".join(map(str, tma_swizzle(tm.swizzle, tm.dtype)))
+        return (
+            f"is swizzled otherwise than the tensor memory accelerator writes {tm.swizzle}-byte rows (swizzle({want}))"
+        )
+    slot = SmemType(tm.dtype, op.box, sw)
+    if op.ring > 1 and slot.nbytes % slot.align:
+        return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
+    kernel = T.kernel_of(op)
+    for lp in T.enclosing_loops(op):
+        if lp.work_items > lp.units(kernel) and (lp is not op.parent_op or lp.bind):
+            return (
+                "is copied by the tensor memory accelerator inside a loop whose threads make several trips; its "
+                "mbarriers count the trips of one run of the stage's own loop"
+            )
+    return None
+
+
+def params(tk: T.KernelOp) -> list[tuple[Value, object]]:
+    """The kernel's parameters: (buffer, type) for each buffer it reads otherwise than through the tensor memory
+    accelerator (a `!kernel.ptr`), each tensor map its `tma` stages copy with, each buffer it writes."""
+    tma = [op for op in tk.walk() if isinstance(op, T.StageOp) and op.copy == "tma"]
+    direct = {op.operands[0] for op in tk.walk() if isinstance(op, (T.LoadOp, T.StageOp)) and op not in tma}
+    reads = [(b, PtrType(b.type.dtype)) for b in tk.read_buffers() if b in direct]
+    maps = list(dict.fromkeys((op.source, tensormap_type(op)) for op in tma))
+    return reads + maps + [(b, PtrType(b.type.dtype)) for b in tk.stored_buffers()]
+
+
 # ---- loads and stores --------------------------------------------------------------------------------------------
 @dataclass
-class Access:
-    mem: Value
-    base: list  # kernel-level index expressions of lane 0
+class Pattern:
+    """What one access of a tile-level load or store moves, known at the tile level: the tile it reaches over the
+    lane dimensions around it, and how it moves as vectors."""
+
     shape: tuple  # the access's tile shape (split lane dimensions as two)
-    strides: tuple
+    strides: tuple  # element strides of the tile's dimensions in the memory
     lanes: tuple  # the tile shape over the lane context (what the value is)
-    dtype: object
     offset: ix.IndexExpr  # lane 0's element offset in the memory, over tile values (for alignment proofs)
+    width: int | None  # elements per vector along the run dimension (None: the whole run)
 
 
-def _access(m, op) -> Access:
-    src = op.operands[0]
+def pattern(op, lanes, mem) -> Pattern:
+    """The access `op` makes in `mem` (a global buffer's tensor type, or one slot of a staged box's shared memory,
+    rows padded and swizzled), in the lane context `lanes` (`vectors.loop_lanes(op)`)."""
+    smem = isinstance(mem, SmemType)
+    row_strides = mem.strides if smem else K.default_strides(mem.shape)
     exprs = [vectors.expand(e) for e in op.index_exprs()]
-    if src in m.ptr:
-        flat: ix.IndexExpr = ix.Const(0)
-        for e, n in zip(exprs, src.type.shape):
-            flat = flat * n + e
-        coeffs = [vectors.coefficient(flat, ld.iv) for ld in m.lanes]
-        mem, base, dtype = m.ptr[src], [m.kexpr(flat)], src.type.dtype
-    else:
-        st = m.staged[src]
-        t = st.smem.type
-        rows = t.strides[1:] if st.ring > 1 else t.strides
-        coeffs = [sum(vectors.coefficient(e, ld.iv) * s for e, s in zip(exprs, rows)) for ld in m.lanes]
-        mem, base, dtype = st.smem, [m.kexpr(e) for e in exprs], t.dtype
-        flat = ix.Const(0)
-        for e, s in zip(exprs, rows):
-            flat = flat + e * s
-        if st.ring > 1:
-            base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
-    shape, strides, lanes = [], [], []
-    for ld, c in zip(m.lanes, coeffs):
+    offset: ix.IndexExpr = ix.Const(0)
+    for e, s in zip(exprs, row_strides):
+        offset = offset + e * s
+    shape, strides, lane_shape = [], [], []
+    for ld in lanes:
+        c = sum(vectors.coefficient(e, ld.iv) * s for e, s in zip(exprs, row_strides))
         if c == 0:
             shape.append(1)
             strides.append(0)
-            lanes.append(1)
+            lane_shape.append(1)
             continue
-        lanes.append(ld.size)
+        lane_shape.append(ld.size)
         groups = ld.loop.layout.split[ld.dim]
         if groups > 1:
             run = ld.size // groups
@@ -120,48 +172,81 @@ def _access(m, op) -> Access:
         else:
             shape.append(ld.size)
             strides.append(c)
-    return Access(mem, base, tuple(shape), tuple(strides), tuple(lanes), dtype, flat)
+    p = Pattern(tuple(shape), tuple(strides), tuple(lane_shape), offset, None)
+    p.width = _vector_width(p, mem.dtype, lanes, swizzle_unit(mem) if smem else None, mem.shape[-1] if smem else None)
+    return p
 
 
-def _vector_width(m, a: Access) -> int | None:
+def _vector_width(p: Pattern, dtype, lanes, unit: int | None, row: int | None) -> int | None:
     """Elements per vector access along the run dimension: the whole run where the offsets are provably aligned to
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
-    group's length. In shared memory a vector stays inside a row (rows may be padded or swizzled)."""
-    known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in m.lanes}
-    d = K.run_dim(a.shape, a.strides)
+    group's length. In a swizzled memory a vector stays inside one swizzle unit: at most `unit` elements, starting
+    at a multiple of its length; in shared memory, inside a row of `row` elements (rows may be padded)."""
+    known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in lanes}
+    d = K.run_dim(p.shape, p.strides)
     if d is None:
         return None
-    nbytes = a.dtype.bytes
-    run = a.shape[d]
-    row = a.mem.type.shape[-1] if isinstance(a.mem.type, SmemType) else run
+    nbytes = dtype.bytes
+    run = p.shape[d]
+    row = row or run
     w = run
     while w > 1:
         size = w * nbytes
         legal = (size <= 16 and size & (size - 1) == 0) or size % 16 == 0
         align = min(size, 16) // nbytes
-        aligned = multiple_of(a.offset, align, known) and all(s % align == 0 for k, s in enumerate(a.strides) if k != d)
+        if unit is not None:
+            legal = legal and w <= unit
+            align = w
+        aligned = multiple_of(p.offset, align, known) and all(s % align == 0 for k, s in enumerate(p.strides) if k != d)
         if legal and aligned and run % w == 0 and row % w == 0:
             break
         w //= 2
     return None if w == run else w
 
 
+@dataclass
+class Access:
+    mem: Value
+    base: list  # kernel-level index expressions of lane 0
+    pattern: Pattern
+    dtype: object
+
+
+def swizzle_unit(t: SmemType) -> int | None:
+    """Elements a swizzle of `t` keeps together (2^M), None when it has none."""
+    return 1 << t.swizzle[1] if t.swizzle else None
+
+
+def _access(m, op) -> Access:
+    src = op.operands[0]
+    if src in m.ptr:
+        p = pattern(op, m.lanes, src.type)
+        return Access(m.ptr[src], [m.kexpr(vectors.flat_offset(op))], p, src.type.dtype)
+    st = m.staged[src]
+    t = st.smem.type
+    p = pattern(op, m.lanes, SmemType(t.dtype, t.shape[1:], t.swizzle) if st.ring > 1 else t)
+    base = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
+    if st.ring > 1:
+        base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
+    return Access(st.smem, base, p, t.dtype)
+
+
 def _tile_access(m, op, a: Access, value: Value | None = None):
     """Load (value None) or store one tile access."""
     kb = m.kb
-    if not any(n > 1 for n in a.shape):
+    p = a.pattern
+    if not any(n > 1 for n in p.shape):
         if value is None:
             return kb.load(a.mem, a.base, a.dtype, _hint(op))
         return kb.store(value, a.mem, a.base)
-    t = TensorType(a.dtype, a.shape)
-    attrs = {"strides": a.strides} if a.strides != K.default_strides(a.shape) else {}
-    width = _vector_width(m, a)
-    if width is not None:
-        attrs["vector"] = width
+    t = TensorType(a.dtype, p.shape)
+    attrs = {"strides": p.strides} if p.strides != K.default_strides(p.shape) else {}
+    if p.width is not None:
+        attrs["vector"] = p.width
     if value is None:
         r = kb.load(a.mem, a.base, t, _hint(op))
         r.owner.attributes.update(attrs)
-        return r if a.shape == a.lanes else kb.reshape(r, TensorType(a.dtype, a.lanes))
+        return r if p.shape == p.lanes else kb.reshape(r, TensorType(a.dtype, p.lanes))
     if value.type != t:
         value = kb.reshape(value, t)
     st = kb.store(value, a.mem, a.base)
@@ -185,7 +270,7 @@ def store(m, op: T.StoreOp) -> None:
         _add_share(m, op, a, affine)
         return
     value = m.get(op.value)
-    want = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
+    want = TensorType(a.dtype, a.pattern.lanes) if any(n > 1 for n in a.pattern.lanes) else a.dtype
     if value.type != want:
         value = kb.splat(value, want)
     cond, axes = single_writer(m, op)
@@ -203,12 +288,13 @@ def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
     if op.buffer not in m.zeroed:
         m.zeroed.append(op.buffer)
     value = combines.contribution(m, affine, m.atomic_axis)
-    lanes = TensorType(a.dtype, a.lanes) if any(n > 1 for n in a.lanes) else a.dtype
+    p = a.pattern
+    lanes = TensorType(a.dtype, p.lanes) if any(n > 1 for n in p.lanes) else a.dtype
     if value.type != lanes:
         value = kb.splat(value, lanes)
-    if isinstance(lanes, TensorType) and a.shape != a.lanes:
-        value = kb.reshape(value, TensorType(a.dtype, a.shape))
-    strides = a.strides if isinstance(lanes, TensorType) else None
+    if isinstance(lanes, TensorType) and p.shape != p.lanes:
+        value = kb.reshape(value, TensorType(a.dtype, p.shape))
+    strides = p.strides if isinstance(lanes, TensorType) else None
     cond, axes = single_writer(m, op, skip=m.atomic_axis)
     if cond is None:
         kb.atomic("add", value, a.mem, a.base, strides)
@@ -237,7 +323,7 @@ def _smem_type(op: T.StageOp) -> SmemType:
     shape = (*box[:-1], box[-1] + op.attributes.get("pad", 0))
     if op.ring > 1:
         shape = (op.ring, *shape)
-    return SmemType(op.result.type.dtype, shape, op.attributes.get("swizzle"))
+    return SmemType(op.result.type.dtype, shape, op.attributes.get("swizzle", ()))
 
 
 def _buffer(m, op: T.StageOp) -> Value:
@@ -264,6 +350,14 @@ def stage(m, op: T.StageOp) -> None:
     if op.prefetch:
         return  # issued ahead by the loop (issue_ahead) and waited for at the start of this trip
     again = any(lp.work_items > lp.units(m.tk) for lp in T.enclosing_loops(op))
+    if op.copy == "tma":
+        if not isinstance(loop, T.LoopOp):
+            _init_mbarriers(m, [op])  # once: no loop around it makes several trips (why_not_tma)
+        elif again:
+            kb.barrier()  # every thread is done with the slot's previous box (the wait is per thread)
+        _request(m, op, slot)
+        _wait(m, op)
+        return
     if again and op.ring == 1:
         kb.barrier()  # a thread may come here again: the previous trip's readers of the box must be done
     copy(m, op, slot)
@@ -309,44 +403,115 @@ def _prefetched(loop: T.LoopOp) -> list[T.StageOp]:
     return [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.prefetch]
 
 
+def _issue(m, op: T.StageOp, slot: Value | None, at: dict) -> None:
+    if op.copy == "tma":
+        _request(m, op, slot, at)
+    else:
+        copy(m, op, slot, at)
+
+
 @contextmanager
 def pipelined(m, loop: T.LoopOp):
-    """Around a loop whose stages are prefetched: the first copies before it, the drain after it."""
+    """Around a loop whose stages are prefetched or copied by the tensor memory accelerator: the mbarriers set up
+    and the first copies before it, the drain after it."""
     stages = _prefetched(loop)
+    tma = [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.copy == "tma"]
+    if tma:
+        _init_mbarriers(m, tma)
     if not stages:
         yield
         return
     kb = m.kb
     depth = stages[0].prefetch
     trips = loop.work_items
+    groups = any(op.copy == "async" for op in stages)
     for op in stages:
         _buffer(m, op)
     for p in range(depth):
         if p < trips:
             at = kb.index(ix.Const(p), "pre")
             for op in stages:
-                copy(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
-        kb.cp_async_commit()
+                _issue(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
+        if groups:
+            kb.cp_async_commit()
     yield
-    kb.cp_async_wait(0)
+    if groups:
+        kb.cp_async_wait(0)
 
 
 def issue_ahead(m, loop: T.LoopOp) -> None:
-    """At the start of trip k of a loop with prefetched stages: wait for trip k's copies (the P newest groups may
-    stay in flight), a barrier (every thread's copies are in; every thread is done reading trip k - 1), then issue
-    trip k + P's copies into slot (k + P) mod ring (last read in trip k + P - ring <= k - 1), and commit (an empty
-    group past the last trip, so the count of groups stays uniform)."""
+    """At the start of trip k of a loop with prefetched stages: wait for trip k's copies (the P newest cp.async
+    groups may stay in flight; a `tma` stage's slot by its mbarrier), a barrier (every thread's copies are in;
+    every thread is done reading trip k - 1), then issue trip k + P's copies into slot (k + P) mod ring (last read
+    in trip k + P - ring <= k - 1), and commit (an empty group past the last trip, so the count of groups stays
+    uniform)."""
     stages = _prefetched(loop)
     if not stages:
         return
     kb = m.kb
     depth = stages[0].prefetch
     k = m.trip[loop]
-    kb.cp_async_wait(depth - 1)
+    groups = any(op.copy == "async" for op in stages)
+    if groups:
+        kb.cp_async_wait(depth - 1)
+    for op in stages:
+        if op.copy == "tma":
+            _wait(m, op)
     kb.barrier()
     ahead = kb.index(Val(k) + depth, "ahead")
     with kb.if_(kb.scalar("lt", ahead, kb.const(loop.work_items, index))) as br, br.then():
         for op in stages:
-            slot = kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None
-            copy(m, op, slot, {loop.ivs[0]: ahead})
-    kb.cp_async_commit()
+            _issue(m, op, kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None, {loop.ivs[0]: ahead})
+    if groups:
+        kb.cp_async_commit()
+
+
+# ---- the tensor memory accelerator -----------------------------------------------------------------------------
+def _mbarriers(m, op: T.StageOp) -> Value:
+    """The stage's mbarriers, one per slot of its ring."""
+    got = m.stage_bars.get(op)
+    if got is None:
+        got = m.stage_bars[op] = m.smem(MbarrierType(op.ring), f"{_value_name(op.source)}_full")
+    return got
+
+
+def _leader(m) -> Value:
+    kb = m.kb
+    return kb.scalar("eq", kb.index(m.linear_thread(), "lin"), kb.const(0, index))
+
+
+def _init_mbarriers(m, stages: list[T.StageOp]) -> None:
+    """The block's first thread sets up each stage's mbarriers (one arrival, its own, per phase); a barrier
+    publishes them."""
+    kb = m.kb
+    with kb.if_(_leader(m)) as br, br.then():
+        for op in stages:
+            bars = _mbarriers(m, op)
+            for i in range(op.ring):
+                kb.mbarrier_init(bars, i, 1)
+    kb.barrier()
+
+
+def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
+    """The block's first thread announces the box's bytes on the slot's mbarrier and asks the copy engine for it
+    (`at` overrides values of the subscript: a later trip's loop index)."""
+    kb = m.kb
+    smem, bars = _buffer(m, op), _mbarriers(m, op)
+    saved = {v: m.env[v] for v in (at or {}) if v in m.env}
+    m.env.update(at or {})
+    coords = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
+    m.env.update(saved)
+    i = Val(slot) if slot is not None else 0
+    tm = tensormap_type(op)
+    with kb.if_(_leader(m)) as br, br.then():
+        kb.mbarrier_arrive(bars, i, expect_tx=tm.box_bytes)
+        kb.tma_load(m.tmap[(op.source, tm)], coords, smem, [i] if slot is not None else [], bars, i)
+
+
+def _wait(m, op: T.StageOp) -> None:
+    """Every thread waits for this trip's box: trip k completes phase k div ring of mbarrier k mod ring."""
+    kb = m.kb
+    loop = op.parent_op
+    k = Val(m.trip[loop]) if isinstance(loop, T.LoopOp) and not loop.bind else ix.Const(0)
+    i = k % op.ring if op.ring > 1 else 0
+    kb.mbarrier_wait(_mbarriers(m, op), i, (k // op.ring if op.ring > 1 else k) % 2)

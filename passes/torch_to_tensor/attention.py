@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from irforge.dialects.tensor.builder import TensorBuilder, accumulator_type
+from irforge.dialects.tensor.builder import ShapeError, TensorBuilder, accumulator_type
 from irforge.dialects.torch import AtenOp
 
 from irforge import index_expr as ix
@@ -16,6 +16,8 @@ from .common import Decomposition, matmul, rtype, softmax
 def _share_heads(b: TensorBuilder, kv: Value, heads: int) -> Value:
     """Grouped-query attention: query head h reads key/value head h // (heads / kv_heads), by index mapping."""
     s = kv.type.shape
+    if s[-3] == 0 or heads % s[-3]:
+        raise ShapeError(f"{heads} query heads cannot share {s[-3]} key/value heads")
     group = heads // s[-3]
     shape = (*s[:-3], heads, s[-2], s[-1])
     r = len(shape)

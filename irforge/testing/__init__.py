@@ -1,9 +1,11 @@
-"""Numeric checking, shared by `irforge compile --check`, `--check-numerics` / `--bisect-numerics` and every pass's
-numeric test (any level).
+"""Testing passes, in irforge and in plugins: numeric checks (shared by `irforge compile --check`,
+`--check-numerics` / `--bisect-numerics` and every pass's numeric test, at any level), lit setup, and (in
+`strategies`) random programs.
 
     check_pipeline(module, "tensor-fold-constants")          # interpreters agree before and after, or raise
     compare(actual, expected, dtype)                         # -> Comparison(max_abs, max_rel, tol, ok)
     NumericsCheck(bisect=True)                               # a pass-manager hook: the first pass that changes it
+    irforge.testing.lit_config(config)                       # in a lit.cfg.py: irforge's lit setup
 
 Errors are measured normwise: `max_rel = max|actual - expected| / max|expected|`, which stays meaningful for
 outputs near zero (where elementwise relative error is noise). An output passes when `max_abs <= tol * max(1,
@@ -18,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnostics import IRForgeError, error
-from .ir import Operation
-from .pass_manager import Instrumentation
-from .types import ScalarType
+from ..diagnostics import IRForgeError, error
+from ..ir import Operation
+from ..pass_manager import Instrumentation
+from ..types import ScalarType
 
 # Normwise relative tolerance per output type: f32 as the task requires; half types a few units in the last place
 # of their 11 (f16) and 8 (bf16) significant bits, since f32 intermediates may round differently.
@@ -78,7 +80,7 @@ def compare_outputs(actual: list, expected: list, types: list) -> list[Compariso
 
 
 def output_types(module: Operation, entry: str = "forward") -> list:
-    from .interpreter import entry_function
+    from ..interpreter import entry_function
 
     return list(entry_function(module, entry).attributes["function_type"].outputs)
 
@@ -89,8 +91,8 @@ def check_pipeline(module: Operation, pipeline: str, inputs=None, params=None, *
     Works at any level (each side runs the interpreter of its own level). Missing inputs and params are drawn
     from each seed. Returns the transformed copy; raises AssertionError naming the output that differs.
     """
-    from .interpreter import interpret
-    from .pass_manager import run_pipeline
+    from ..interpreter import interpret
+    from ..pass_manager import run_pipeline
 
     after = module.clone()
     run_pipeline(after, pipeline)
@@ -136,7 +138,7 @@ class NumericsCheck(Instrumentation):
         self._compare(module, "the IR after the pipeline", None, None)
 
     def _interpret(self, module, seed: int, what: str) -> list:
-        from .interpreter import interpret
+        from ..interpreter import interpret
 
         try:
             return interpret(module, self.inputs, self.params, entry=self.entry, seed=seed)
@@ -145,7 +147,7 @@ class NumericsCheck(Instrumentation):
             raise
 
     def _compare(self, module, what: str, pass_loc, pass_name: str | None) -> None:
-        from .interpreter import entry_function
+        from ..interpreter import entry_function
 
         ret = entry_function(module, self.entry).body.ops[-1]
         against = "PyTorch eager on the program's inputs" if self.given else "the pipeline's input"
@@ -164,10 +166,38 @@ class NumericsCheck(Instrumentation):
 
 
 def _has_interpreter(module: Operation) -> bool:
-    from .interpreter import interpreter_for
+    from ..interpreter import interpreter_for
 
     try:
         interpreter_for(module)
     except IRForgeError:
         return False
     return True
+
+
+def lit_config(config, name: str = "irforge") -> None:
+    """Set up a lit test suite as irforge's own is (call it from the suite's `lit.cfg.py`): shell tests in `.ir`
+    and `.test` files (an `Inputs` folder holds files they read), `irforge-opt`, `irforge` and `filecheck` taken
+    from the environment of the Python running lit (or `IRFORGE_BIN`), and the variables irforge reads passed on."""
+    import os
+    import shutil
+    import sys
+
+    import lit.formats
+
+    config.name = name
+    config.test_format = lit.formats.ShTest(execute_external=False)
+    config.suffixes = [".ir", ".test"]
+    config.excludes = ["Inputs", "lit.cfg.py"]
+    bin_dirs = [d for d in (os.environ.get("IRFORGE_BIN"), os.path.dirname(sys.executable)) if d]
+    config.environment["PATH"] = os.pathsep.join([*bin_dirs, os.environ.get("PATH", "")])
+    config.environment["PYTHONUNBUFFERED"] = "1"
+    for var in ("HOME", "TMPDIR", "PYTHONPATH", "IRFORGE_CACHE_DIR"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
+    # Whole-word substitutions (lit applies them as regular expressions), so paths containing the names are untouched.
+    for tool in ("irforge-opt", "irforge", "filecheck"):
+        path = shutil.which(tool, path=config.environment["PATH"])
+        if path is None:
+            raise RuntimeError(f"lit: cannot find '{tool}' on {config.environment['PATH']}; install irforge[dev]")
+        config.substitutions.append((rf"(?<![\w/.%-]){tool}(?![\w/.-])", path))

@@ -133,6 +133,6 @@ dialect = Dialect(
     name="test",
     summary="ops for testing the framework itself",
     ops=(TestOp, PureOp, ConstantOp, EffectOp, LoopOp, YieldOp),
-    grammar=grammar_file(__name__, "test.lark"),
+    grammar=grammar_file("irforge_test", "test.lark"),
     syntax=TestSyntax,
 )

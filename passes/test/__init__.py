@@ -1,1 +1,0 @@
-"""Passes for testing the framework: they change, fail or crash on purpose."""

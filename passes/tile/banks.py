@@ -1,0 +1,366 @@
+"""A model of shared-memory bank conflicts: the wavefronts a staged box's accesses take, as `lower-to-kernel`
+issues them. `tile-pad-smem` and `tile-swizzle-smem` choose a stage's layout with it, and tile-tma's heuristic
+whether the copy engine's layouts are good enough.
+
+The hardware rules it counts by (NVIDIA GPUs since Volta, Hopper included):
+
+1. Shared memory is `target().smem_banks` (32) banks of `bank_bytes` (4) bytes: byte address `a` sits in bank
+   `(a // 4) % 32`, in word `a // 4`.
+2. One instruction of a warp moves `S` bytes per thread (1, 2, 4, 8 or 16, aligned to `S`). It is served in
+   phases of at most 128 bytes: all 32 threads at once for `S <= 4`, half warps (16 threads) for 8 bytes, quarter
+   warps (8 threads) for 16 bytes.
+3. A phase takes as many wavefronts as the most distinct words any one bank must deliver in it: threads that touch
+   the same word share it (a broadcast), two words of one bank take two wavefronts. Inactive threads ask nothing.
+4. An instruction takes the sum of its phases' wavefronts; conflict-free, one per phase that moves at most 128
+   distinct bytes (`ideal`). A conflict-free 16-byte load of a warp is 4 wavefronts, a 4-byte one 1.
+
+Not modelled: the merging of quarter warps some GPUs do when pairs of threads read identical 16-byte addresses
+(the count is then an upper bound), and anything but shared memory (the pipe's other users, latencies).
+
+What is counted for a stage, per fill (one trip of the loop it sits in; every warp of the block):
+
+- its reads: every `tile.load` of the copy, as the lowering issues it (`memory.pattern`: the register tile the
+  load reaches over the lanes around it, its run dimension and vector width): one instruction per vector piece of
+  16 bytes at most, each thread's address from the thread layout of the loops around it (the hardware axes of the
+  thread, its unit, the loop's `Layout`: split lane groups and raster order included), times the trips each
+  thread makes of the loops between the stage and the load;
+- its writes: the block's threads copying the box in (`copy_width()` elements per thread and piece, threads in
+  order along the box's rows), none for a copy made by the tensor memory accelerator.
+
+Loops whose index is the same in every thread (the chunk of K a trip reads, the ring slot) are sampled at a few
+of their values, evenly spread; every warp of the block is counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+from irforge.dialects import tile as T
+from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizzle
+from irforge.dialects.loop.indexing import used_values
+from irforge.dialects.tile.vectors import loop_lanes
+from irforge.passes.tile_to_kernel import memory
+
+from irforge.target import target
+from irforge.types import TensorType
+
+SAMPLES = 4  # values a uniform loop index is sampled at
+MAX_SAMPLES = 64  # combinations of uniform values evaluated per access
+
+
+def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, conflict-free wavefronts) of warp instructions: row `i` of `addrs` holds the byte address
+    each of a warp's threads accesses `nbytes` at (rules 2-4 of the module docstring); `active` masks threads."""
+    t = target()
+    warp, banks, word = t.warp_size, t.smem_banks, t.bank_bytes
+    a = np.atleast_2d(np.asarray(addrs, dtype=np.int64))
+    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool), a.shape)
+    if a.shape[1] < warp:  # a partial warp: the missing threads ask nothing
+        pad = ((0, 0), (0, warp - a.shape[1]))
+        a, act = np.pad(a, pad), np.pad(act, pad)
+    n = a.shape[0]
+    per_phase = warp if nbytes <= word else warp * word // nbytes
+    phases = warp // per_phase
+    k = max(1, nbytes // word)
+    words = a[..., None] // word + np.arange(k)
+    words = np.where(act[..., None], words, -1).reshape(n * phases, per_phase * k)
+    words = np.sort(words, axis=1)
+    distinct = words >= 0
+    distinct[:, 1:] &= words[:, 1:] != words[:, :-1]
+    bins = np.where(distinct, words % banks, banks) + (banks + 1) * np.arange(n * phases)[:, None]
+    counts = np.bincount(bins.ravel(), minlength=(banks + 1) * n * phases).reshape(n * phases, banks + 1)
+    wf = counts[:, :banks].max(axis=1).reshape(n, phases).sum(axis=1)
+    ideal = (-(-distinct.sum(axis=1) // banks)).reshape(n, phases).sum(axis=1)
+    return wf, ideal
+
+
+@dataclass
+class Cost:
+    """A stage's shared-memory traffic per fill under one layout."""
+
+    wavefronts: float
+    ideal: float  # the same instructions without conflicts
+    requests: float  # warp instructions
+    widths: tuple  # (access, bytes per thread of its instructions): the reads, then the copy
+
+    @property
+    def per_request(self) -> float:
+        return self.wavefronts / self.requests if self.requests else 0.0
+
+    def __str__(self) -> str:
+        if not self.requests:
+            return "no shared-memory accesses"
+        return (
+            f"{self.per_request:.2f} wavefronts per request ({self.ideal / self.requests:.2f} without conflicts), "
+            f"{self.wavefronts:g} per fill"
+        )
+
+
+def smem_type(stage: T.StageOp) -> SmemType:
+    """The stage's shared copy in its layout: one slot (the ring's slots follow each other)."""
+    box = stage.box
+    pad = stage.attributes.get("pad", 0)
+    return SmemType(stage.result.type.dtype, (*box[:-1], box[-1] + pad), tuple(stage.attributes.get("swizzle", ())))
+
+
+def stage_cost(stage: T.StageOp) -> Cost:
+    """The wavefronts of `stage`'s reads and writes per fill in its layout (`trying` sets another for a while)."""
+    t = smem_type(stage)
+    kernel = T.kernel_of(stage)
+    parts = [_reads(kernel, stage, ld, t) for ld in _loads(stage)]
+    if stage.copy != "tma":
+        parts.append(_writes(kernel, stage, t, stage.copy_width()))
+    return Cost(
+        sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts), tuple(p[3] for p in parts)
+    )
+
+
+_DEFAULTS = {"pad": 0, "swizzle": (), "copy": "sync"}
+
+
+@contextmanager
+def trying(stage: T.StageOp, layout: dict):
+    """The stage with the attributes of `layout` (any of pad, swizzle, copy) for the duration: what the model and
+    the checks then read."""
+    saved = {k: stage.attributes.get(k) for k in layout}
+    for k, v in layout.items():
+        _set(stage, k, v)
+    try:
+        yield stage
+    finally:
+        for k, v in saved.items():
+            _set(stage, k, v)
+
+
+def _set(stage: T.StageOp, key: str, value) -> None:
+    if value is None or value == _DEFAULTS[key]:
+        stage.attributes.pop(key, None)
+    else:
+        stage.attributes[key] = value
+
+
+def _loads(stage: T.StageOp) -> list[T.LoadOp]:
+    return [u for u, _ in stage.result.uses if isinstance(u, T.LoadOp)]
+
+
+def _swizzled(offsets: np.ndarray, sw: tuple) -> np.ndarray:
+    if not sw:
+        return offsets
+    b, m, s = sw
+    return offsets ^ (((offsets >> (m + s)) & ((1 << b) - 1)) << m)
+
+
+def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
+    dtype, nbytes = t.dtype, t.dtype.bytes
+    lanes = loop_lanes(load)
+    p = memory.pattern(load, lanes, t)
+    if any(n > 1 for n in p.shape):
+        run, runs = K.access_runs(TensorType(dtype, p.shape), p.strides, p.width)
+    else:
+        run, runs = 1, [(0, [0])]
+    chunk = min(16, run * nbytes)
+    pieces = [(off, c * chunk) for off, _ in runs for c in range(run * nbytes // chunk)]
+    threads, active, samples, trips = _thread_layout(kernel, stage, load)
+    combos = list(itertools.product(samples, range(stage.ring)))
+    combos = combos[:: -(-len(combos) // MAX_SAMPLES)]
+    total = ideal = 0.0
+    for values, slot in combos:
+        env = {**threads, **values}
+        base = p.offset.evaluate({v: env.get(v, 0) for v in used_values(p.offset)})
+        base = np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel
+        addrs = [_swizzled(base + off, t.swizzle) * nbytes + extra for off, extra in pieces]
+        mask = np.broadcast_to(active, (len(addrs), *active.shape))
+        wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(mask))
+        total, ideal = total + wf.sum(), ideal + best.sum()
+    requests = len(pieces) * _warp_count(kernel) * trips
+    return total / len(combos) * trips, ideal / len(combos) * trips, requests, (f"%{load.result.name_hint}", chunk)
+
+
+def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
+    """The block's threads copying the box in, as `memory.copy` does: thread `i` takes elements `i * vec + j *
+    threads * vec`, `vec` at a time."""
+    nthreads, box = kernel.threads, stage.box
+    numel = math.prod(box)
+    trips = -(-numel // (nthreads * vec))
+    e = np.arange(trips)[:, None] * nthreads * vec + np.arange(nthreads)[None, :] * vec
+    active = e < numel
+    local = np.zeros_like(e)
+    for d, n in enumerate(box):
+        local = local + (e // math.prod(box[d + 1 :])) % n * t.strides[d]
+    total = ideal = 0.0
+    for slot in range(stage.ring):
+        addrs = _swizzled(local + slot * t.numel, t.swizzle) * t.dtype.bytes
+        wf, best = wavefronts(_warps(addrs), vec * t.dtype.bytes, _warps(active))
+        total, ideal = total + wf.sum(), ideal + best.sum()
+    return total / stage.ring, ideal / stage.ring, trips * _warp_count(kernel), ("the copy", vec * t.dtype.bytes)
+
+
+def _warp_count(kernel: T.KernelOp) -> int:
+    return -(-kernel.threads // target().warp_size)
+
+
+def _warps(a: np.ndarray) -> np.ndarray:
+    """(..., threads) -> (instructions, 32): each warp of the block, its missing threads inactive (zeros)."""
+    warp = target().warp_size
+    n = a.shape[-1]
+    full = -(-n // warp) * warp
+    a = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, full - n)])
+    return a.reshape(-1, warp)
+
+
+def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):
+    """({index: per-thread values}, active threads, [{index: value} samples of the uniform indices], trips): the
+    loop indices of lane 0 of each thread's first work item in the loops around `load` distributed over threads;
+    samples of the others (over the work items of the loops between the stage and the load, the first of the
+    rest); and how many times each thread reaches the load per fill."""
+    owner = stage.parent_op
+    n = kernel.threads
+    lin = np.arange(n)
+    bx, by, _ = kernel.attributes["block"]
+    hw = {"threadIdx.x": lin % bx, "threadIdx.y": (lin // bx) % by, "threadIdx.z": lin // (bx * by)}
+    threads: dict = {}
+    active = np.ones(n, bool)
+    choices: list[list[dict]] = []
+    trips = 1
+    for lp in T.enclosing_loops(load):
+        inside = lp is not owner and owner.is_ancestor_of(lp)
+        layout = lp.layout
+        if any(a in T.THREAD_AXES for a in lp.bind):
+            u = np.zeros(n, np.int64)
+            for a in lp.bind:
+                u = u * kernel.axis_size(a) + (hw[a] if a in hw else 0)
+            active &= u < lp.work_items
+            coords = layout.work_coords(np.minimum(u, lp.work_items - 1))
+            for d, iv in enumerate(lp.ivs):
+                threads[iv] = layout.index(d, coords[d], 0)
+            if inside:
+                trips *= -(-lp.work_items // lp.units(kernel))
+            continue
+        items = [0]
+        if inside:
+            w = lp.work_items
+            items = sorted({w * i // SAMPLES for i in range(min(SAMPLES, w))})
+            trips *= -(-w // lp.units(kernel)) if lp.bind else w
+        options = []
+        for w in items:
+            coords = layout.work_coords(w)
+            options.append({iv: layout.index(d, coords[d], 0) for d, iv in enumerate(lp.ivs)})
+        choices.append(options)
+    samples = [dict(kv for part in combo for kv in part.items()) for combo in itertools.product(*choices)]
+    if len(samples) > MAX_SAMPLES:
+        samples = samples[:: -(-len(samples) // MAX_SAMPLES)]
+    return threads, active, samples, trips
+
+
+# ---- choosing a stage's layout ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """A layout considered for a stage (the attributes it sets), and what the model says of it: its cost, or why
+    it is out."""
+
+    layout: dict
+    cost: Cost | None
+    why_not: str | None
+
+    def name(self) -> str:
+        a = self.layout
+        parts = [f"pad {a['pad']}" if a.get("pad") else "", f"swizzle{tuple(a['swizzle'])}" if a.get("swizzle") else ""]
+        return " ".join(p for p in parts if p) or "dense"
+
+    def summary(self) -> str:
+        if self.why_not:
+            return f"{self.name()}: {self.why_not}"
+        return f"{self.name()}: {self.cost.per_request:.2f}/request, {self.cost.wavefronts:g}"
+
+
+def tma_layout(stage: T.StageOp) -> tuple | None:
+    """The swizzle the copy engine can write the stage's box with (its rows of 32, 64 or 128 bytes), None when its
+    rows have another length."""
+    row = stage.box[-1] * stage.result.type.dtype.bytes
+    return tma_swizzle(row, stage.result.type.dtype) if row in TMA_SWIZZLE_SPANS else None
+
+
+def smem_bytes(kernel: T.KernelOp) -> int:
+    """Shared memory the kernel's stages take (every slot of their rings, rows padded)."""
+    return sum(smem_type(st).nbytes * st.ring for st in kernel.walk() if isinstance(st, T.StageOp))
+
+
+def why_not_layout(stage: T.StageOp) -> str | None:
+    """Why `stage`'s layout cannot be materialized (None when it can): a swizzle that would move elements past the
+    copy, a copy by the tensor memory accelerator it does not allow, the kernel's stages over the shared memory.
+    Vectors a layout narrows are `narrows`'s business."""
+    sw = stage.attributes.get("swizzle")
+    if sw:
+        b, m, _ = sw
+        numel = smem_type(stage).numel
+        if numel % (1 << (b + m)):
+            return f"has {numel} elements, which blocks of {1 << (b + m)} (what the swizzle permutes) do not tile"
+    if stage.copy == "tma":
+        why = memory.why_not_tma(stage)
+        if why:
+            return why
+    kernel = T.kernel_of(stage)
+    need, limit = smem_bytes(kernel), target().smem_per_block
+    if need > limit:
+        return f"would take the kernel's stages to {need} bytes of shared memory (the limit is {limit})"
+    return None
+
+
+def narrows(before: Cost, after: Cost) -> str | None:
+    """Which access a layout moves in narrower vectors than `before` (None when none)."""
+    for (what, a), (_, b) in zip(before.widths, after.widths):
+        if b < a:
+            return f"narrows {what} from {a}- to {b}-byte vectors"
+    return None
+
+
+def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None) -> Candidate:
+    """The stage under `layout`: its cost, or why it cannot take it (also: it narrows a vector of `before`)."""
+    with trying(stage, layout):
+        why = why_not_layout(stage)
+        cost = None if why else stage_cost(stage)
+    if why is None and before is not None:
+        why = narrows(before, cost)
+    return Candidate(dict(layout), cost, why)
+
+
+def refusal(stages: list[T.StageOp], layout: dict, option: str) -> tuple[T.StageOp, str] | None:
+    """(the first of `stages` that cannot take `layout`, why), None when all can: a pass's `check` of a forced
+    `option`."""
+    for st in stages:
+        c = evaluate(st, layout, stage_cost(st))
+        if c.why_not:
+            return st, f"{option}: %{st.result.name_hint} {c.why_not}"
+    return None
+
+
+def choose(stage: T.StageOp, layouts: list[dict]) -> tuple[Candidate, Candidate, list[Candidate]]:
+    """(the stage's layout now, the best of `layouts`, every candidate): the fewest wavefronts per fill among the
+    layouts that keep every vector at least as wide as now; the earlier in `layouts` on a tie. The best is the
+    current layout unless another has strictly fewer wavefronts; none is tried when the current one is
+    conflict-free (every layout keeping the vectors issues the same instructions)."""
+    current = Candidate({k: stage.attributes.get(k, _DEFAULTS[k]) for k in ("pad", "swizzle")}, stage_cost(stage), None)
+    if current.cost.wavefronts <= current.cost.ideal:
+        return current, current, []
+    out = [evaluate(stage, layout, current.cost) for layout in layouts]
+    fine = [c for c in out if c.why_not is None]
+    best = min(fine, key=lambda c: c.cost.wavefronts, default=current)
+    return current, best if best.cost.wavefronts < current.cost.wavefronts else current, out
+
+
+def proof(stage: T.StageOp, current: Candidate, best: Candidate, candidates: list[Candidate]) -> str:
+    """The remark a pass makes of its choice: the stage, the layout taken, and each candidate's wavefronts per
+    request and per fill (or why it was out)."""
+    head = f"%{stage.result.name_hint or 'stage'} {list(stage.box)}: "
+    if not candidates:
+        return head + f"keeps {current.name()}: conflict-free ({current.cost})"
+    if best is current:
+        head += f"keeps {current.name()} ({current.cost})"
+    else:
+        head += f"{best.name()} ({best.cost}) instead of {current.name()} ({current.cost.per_request:.2f}/request)"
+    return head + "; candidates: " + "; ".join(c.summary() for c in candidates)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irforge.dialects import tile as T
+from irforge.passes.tile import banks
+from irforge.passes.tile.heuristics import heuristic
+
+from irforge.ir import Operation
+from irforge.pass_manager import Domain, Pass, option
+
+
+@dataclass(frozen=True)
+class Swizzles(Domain):
+    """() (the bank model chooses), (0, 0, 0) (none), or a swizzle (B, M, S): B in 1..3, M in 0..4, S in 1..7."""
+
+    def __contains__(self, v) -> bool:
+        if v in ((), (0, 0, 0)):
+            return True
+        return isinstance(v, tuple) and len(v) == 3 and 1 <= v[0] <= 3 and 0 <= v[1] <= 4 and 1 <= v[2] <= 7
+
+    def values(self) -> tuple:
+        triples = ((b, m, s) for b in range(1, 4) for m in range(5) for s in range(1, 8))
+        return ((), (0, 0, 0), *triples)
+
+    def __str__(self) -> str:
+        return '"" (the model), 0,0,0 (none) or B,M,S (B 1..3, M 0..4, S 1..7)'
+
+
+class TileSwizzleSmem(Pass):
+    """Swizzle staged boxes in shared memory where the bank model proves it saves wavefronts.
+
+    A swizzle (B, M, S) stores element offset `o` of the shared copy at `o ^ (((o >> (M + S)) & (2^B - 1)) <<
+    M)`: units of 2^M elements keep their order, and the unit index's low B bits are XORed with the B bits S above
+    them, so rows that would meet in one bank fall into different ones, at no cost in memory. Each stage not
+    swizzled yet weighs the swizzles `passes/tile/heuristics.py` lists (units as wide as its widest vector) with
+    the bank model (`irforge.passes.tile.banks`, on top of any pad it has) and takes the one with the fewest
+    wavefronts if it beats the layout it has; ties go to the earlier (fewer bits). A stage the tensor memory
+    accelerator copies can only take the swizzle the engine writes its rows with (rows of 32, 64 or 128 bytes).
+    No swizzle may narrow a vector or move elements past the copy. Each decision is a remark listing every
+    candidate's cost. `swizzle` forces one on every stage not swizzled yet, refused (`check`) where it is out. A
+    swizzled stage is left alone (idempotent); no load sees a different value.
+    """
+
+    name = "tile-swizzle-smem"
+    input_level = "tile"
+    anchor = "kernel"
+    swizzle: tuple[int, ...] = option(
+        (),
+        domain=Swizzles(),
+        help="B,M,S for every staged box (empty: the bank model's best of passes/tile/heuristics.py's; 0,0,0: none)",
+    )
+
+    def check(self, op: Operation) -> tuple[Operation, str] | None:
+        if not isinstance(op, T.KernelOp) or self.swizzle in ((), (0, 0, 0)):
+            return None
+        return banks.refusal(candidates(op), {"swizzle": self.swizzle}, f"swizzle={','.join(map(str, self.swizzle))}")
+
+    def run(self, op: Operation) -> None:
+        if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
+            return
+        for st in candidates(op):
+            if self.swizzle:
+                st.attributes["swizzle"] = self.swizzle
+                continue
+            if st.copy == "tma":
+                sw = banks.tma_layout(st)
+                options = [sw] if sw is not None else []
+            else:
+                options = heuristic().smem_swizzles(op, st)
+            current, best, tried = banks.choose(st, [{"swizzle": sw} for sw in options])
+            self.remark(st, banks.proof(st, current, best, tried))
+            if best is not current:
+                st.attributes["swizzle"] = best.layout["swizzle"]
+
+
+def candidates(kernel: T.KernelOp) -> list[T.StageOp]:
+    return [st for st in kernel.walk() if isinstance(st, T.StageOp) and "swizzle" not in st.attributes]
