@@ -88,14 +88,34 @@ def test_a_linear_layer_on_mma_compiles_without_spills(dtype, arch, tmp_path, mo
             assert use.spill_stores == use.spill_loads == use.stack_frame == 0, (arch, name, use)
 
 
-def test_decode_shapes_and_targets_without_tensor_cores_stay_on_the_simt_path():
+@pytest.mark.parametrize("dtype", [bf16, f16])
+def test_the_heuristics_pick_the_path_per_shape(dtype):
+    """Products of fewer than 16 rows (decode) stay GEMVs on the SIMT path: the weight's rows shared by a block's
+    threads in 16-byte vectors, split over blocks where the rows are few. From 16 rows (the tensor cores' atom; at
+    2 * M flops per weight byte the SIMT path would be compute-bound from about 20 rows) the product is
+    tensorized, split over K where its blocks are few; a target without mma.sync keeps every shape on SIMT."""
     from irforge.parser import parse_module
 
-    for m_rows, target in ((32, Target()), (512, Target(arch="sm_75"))):
-        with use_target(target):
-            m = parse_module(_linear(m_rows, 2560, 2048, "bf16"))
+    def scheduled(m_rows, n, k, target=None):
+        with use_target(target or Target()):
+            m = parse_module(_linear(m_rows, n, k, dtype.name))
             run_pipeline(m, "loop-to-tile")
-        assert not any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp)), (m_rows, target)
+        return m
+
+    for rows, n, k in ((1, 2560, 2048), (8, 2560, 2048), (1, 3584, 18944)):
+        m = scheduled(rows, n, k)
+        assert not any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp)), rows
+        weight = [ld for ld in m.walk() if isinstance(ld, T.LoadOp) and ld.operands[0].name_hint.startswith("w")]
+        assert weight and all(ld.parent_op.vector * dtype.bytes == 16 for ld in weight), print_module(m)
+    for rows in (16, 32):
+        m = scheduled(rows, 3584, 18944)
+        (loop,) = [lp for lp in m.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes]
+        assert loop.extents[0] == rows
+        assert any(
+            isinstance(c, T.CombineOp) and any(a in T.BLOCK_AXES for a in c.attributes["over"]) for c in m.walk()
+        )
+    m = scheduled(512, 2560, 2048, Target(arch="sm_75"))
+    assert not any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp))
 
 
 def _linear(m: int, n: int, k: int, dtype: str) -> str:
@@ -143,3 +163,32 @@ def test_fragment_layout_is_the_register_tile_of_the_thread():
             w0, w1 = divmod(warp, warps[1])
             want = [(w0 * tile[0] + r, w1 * tile[1] + c) for r, c in frag.points(lane // 4, lane % 4)]
             assert pts == want, (extents, warps, unit)
+
+
+EPILOGUES = {
+    "bias": "lin=nn.Linear(64,32).to(d); lin(x)",
+    "residual": "lin=nn.Linear(64,32,bias=False).to(d); r=torch.randn(32,32,dtype=d); lin(x) + r",
+    "silu_up": "g=nn.Linear(64,32,bias=False).to(d); u=nn.Linear(64,32,bias=False).to(d); F.silu(g(x)) * u(x)",
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("epilogue", list(EPILOGUES))
+def test_linear_layers_with_epilogues_on_mma_match_eager(dtype, epilogue):
+    """nn.Linear in f16 and bf16 through the default pipeline, 32 x 32 outputs over K = 64, with its epilogue
+    (bias, residual add, SiLU(gate) * up: two contractions of one kernel) fused into the tensor-core kernel: the
+    contraction is tensorized and fed by ldmatrix, the output stored in vectors of the accumulator's column pairs,
+    and the kernel simulator matches PyTorch eager."""
+
+    from irforge import frontend
+    from irforge.compiler import compile_program
+
+    code = f"d=torch.{dtype}; x=torch.randn(32,64,dtype=d); " + EPILOGUES[epilogue]
+    prog = compile_program(frontend.from_snippet(code), "kernel")
+    (k,) = [op for op in prog.module.walk() if isinstance(op, K.KernelFuncOp) and any(
+        isinstance(x, K.MmaOp) for x in op.walk())]  # fmt: skip
+    assert any(isinstance(x, K.LdmatrixOp) for x in k.walk())
+    stores = [x for x in k.walk() if isinstance(x, K.StoreOp)]
+    assert stores and all(x.value.type.shape[-1:] == (2,) for x in stores), [x.value.type for x in stores]
+    for i, c in enumerate(prog.check()):
+        assert c.ok, f"output #{i}: {c}"

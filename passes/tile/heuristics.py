@@ -41,13 +41,19 @@ RING = 3
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
+TILE_ROWS_ONE_WAVE = 64  # see reduce_splits
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
-# Tensor cores: products with fewer rows or columns than this stream their weight (decode: memory-bound) and stay on
-# the SIMT split-K path; the others take output tiles of MMA_TILE (rows, columns, threads: 2 x 2 warps of 64 x 64,
-# 128 accumulators a thread), smaller where the shape is.
-TENSOR_MIN_ROWS = 64
+# Tensor cores: a product of 16-bit floats streams its weight (2 bytes an element) at 2 * M flops a byte; the SIMT
+# path's fused multiply-adds run out at about 20 flops a byte of an H100's bandwidth (67 TFLOP/s over 3.35 TB/s), so
+# from TENSOR_MIN_ROWS rows (one m16n8k16 atom) the tensor cores compute it, below it stays a GEMV on the SIMT path
+# (split-K, 16-byte loads of the weight). Prefill-sized outputs take blocks of MMA_TILE (rows, columns, threads: 2 x 2
+# warps of 64 x 64, 128 accumulators a thread), smaller tiles when they leave multiprocessors idle, and chunks of K
+# of MMA_K_CHUNK_BYTES (rows of 128 bytes: the widest swizzle, conflict-free ldmatrix and wgmma descriptors).
+TENSOR_MIN_ROWS = 16
 MMA_TILE = (128, 128, 128)
+MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
+MMA_K_CHUNK_BYTES = 128
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
@@ -111,20 +117,37 @@ class Heuristic:
     # ---- contractions -------------------------------------------------------------------------------------------
     def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
         """(bm, bn, threads): the output tile of a block and its threads. On the tensor cores (`tensor_atom`):
-        MMA_TILE, halved where the shape is smaller. On the SIMT path: small tiles of 8 x 8 register tiles
+        `_mma_tile`. On the SIMT path: small tiles of 8 x 8 register tiles
         (64 x 64 outputs for 64 threads; 32 x 128 when there are fewer rows) and many blocks, split-K filling
         the GPU (`reduce_splits`): measured best on an H100 from M = 32 to 2048 (sweep 3 of
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
         if self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]) is not None:
-            tm, tn, threads = MMA_TILE
-            bm = max((x for x in (tm, 64, 32, 16) if m % x == 0 and x <= tm), default=1)
-            bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=1)
-            return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8) // 8))
+            return self._mma_tile(kernel, band, m, n)
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
         return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+
+    def _mma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
+        """A tensor-core block tile: MMA_TILE's rows and columns, or the largest dividing the shape; for prefill
+        (TILE_ROWS_ONE_WAVE rows or more) halved, columns first, while the blocks fill fewer than all
+        multiprocessors and tiles of 64 x 64 are left. Threads enough that each holds at most MMA_ACCUMULATORS
+        accumulators over the contraction's carriers (SiLU * up has two), a warp at least 16 x 8 outputs."""
+        tm, tn, threads = MMA_TILE
+        bm = max((x for x in (tm, 64, 32, 16) if m % x == 0 and x <= tm), default=1)
+        bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=1)
+        others = math.prod(band.extents) // (m * n)
+        while m >= TILE_ROWS_ONE_WAVE and (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+            if bn >= bm and n % (bn // 2) == 0:
+                bn //= 2
+            elif m % (bm // 2) == 0:
+                bm //= 2
+            else:
+                break
+        carriers = max(1, len(contractions_in(band)[0].reduce.results)) if contractions_in(band) else 1
+        threads = min(threads * 2, max(threads, bm * bn * carriers // MMA_ACCUMULATORS))
+        return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
 
     def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
         """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
@@ -163,13 +186,15 @@ class Heuristic:
 
     def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
-        each row at a time."""
+        each row at a time, MMA_K_CHUNK_BYTES on the tensor cores (K_CHUNK_BYTES for several carriers, whose
+        slabs would not fit the stages)."""
         c = contraction_of(reduce)
         if c is None:
             return 1
         size = min(ld.buffer.type.dtype.bytes for ld in c.a + c.b)
         k = reduce.extents[0]
-        chunk = K_CHUNK_BYTES // size
+        tensorized = fragments.atom_step(reduce) > 1 and len(reduce.results) == 1
+        chunk = (MMA_K_CHUNK_BYTES if tensorized else K_CHUNK_BYTES) // size
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
@@ -178,13 +203,18 @@ class Heuristic:
         """Blocks sharing one reduction. A contraction's: enough that the kernel has BLOCKS_PER_SM blocks for each
         multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips to
         fill). A long row's (split-row): when the rows fill less than half the multiprocessors, enough blocks per
-        row to fill them twice, each share at least MIN_ROW_SHARE elements."""
+        row to fill them twice, each share at least MIN_ROW_SHARE elements. A tensor-core tile of TILE_ROWS_ONE_WAVE
+        rows or more (prefill) splits only to fill the multiprocessors once: its partials would cost more traffic
+        than its inputs; a thinner one (decode) streams its weight and wants BLOCKS_PER_SM blocks a multiprocessor
+        in flight like the SIMT path."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
             if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
                 return 1
             want, least = 2 * target().sm_count, MIN_ROW_SHARE
+        elif _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
+            want, least = target().sm_count, MIN_SHARE
         else:
             want, least = BLOCKS_PER_SM * target().sm_count, MIN_SHARE
         best = 1
@@ -277,6 +307,13 @@ class Heuristic:
     def unroll_ops(self, kernel: T.KernelOp, loop: T.LoopOp) -> int:
         """Most register-tile element operations an innermost loop may unroll fully to (tile-unroll)."""
         return UNROLL_OPS
+
+
+def _tensorized_tile(reduce: T.ReduceOp) -> int:
+    """Rows of the tensor-core output tile `reduce` (a contraction, or a chunk loop holding one) accumulates; 0 off
+    the tensor cores."""
+    loop = next((lp for lp in T.enclosing_loops(reduce) if "atom" in lp.attributes), None)
+    return loop.extents[0] if loop is not None and len(loop.extents) == 2 else 0
 
 
 def _holds_contraction(reduce: T.ReduceOp) -> bool:
