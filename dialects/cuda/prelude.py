@@ -4,7 +4,8 @@ It is generated from `irforge.scalar_ops`: for every op whose CUDA spelling is a
 per dtype the op accepts (double, float, __half, __nv_bfloat16, the integer types, bool), with numpy's semantics
 (NaN-propagating max/min, Python's floor division and modulo, round half to even). Half types compute in float and
 round once, as the simulator does. The rest is what the emitter's statements call: vector loads and stores,
-shared-memory swizzles, cp.async, mbarriers, TMA, ldmatrix and the mma.sync atom, atomics, conversions.
+shared-memory swizzles, cp.async, mbarriers, TMA, ldmatrix and the mma.sync atom, wgmma's descriptors and groups,
+atomics, conversions.
 
 The runtime hands this text to NVRTC as a named header, so emitted sources stay short; `prelude_source()` is also
 what to save next to a dumped kernel to compile it with nvcc.
@@ -266,6 +267,18 @@ IRF_DEV unsigned irf_pack2(__half lo, __half hi) {
   }
 IRF_MMA_M16N8K16(__nv_bfloat16, "bf16")
 IRF_MMA_M16N8K16(__half, "f16")
+
+// ---- wgmma (sm_90a): operands in shared memory, named by 64-bit matrix descriptors ----
+// A descriptor: the tile's shared-memory address in 16-byte units (bits 0-13) or'ed with its layout fields (LBO,
+// SBO, swizzle mode), which the emitter computes from the buffer's type.
+IRF_DEV unsigned long long irf_wgmma_desc(const void* tile, unsigned long long layout) {
+  return (unsigned long long)((irf_smem_addr(tile) & 0x3FFFF) >> 4) | layout;
+}
+IRF_DEV void irf_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+IRF_DEV void irf_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> IRF_DEV void irf_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 // ldmatrix: COUNT (1, 2, 4) 8 x 8 matrices of 16-bit elements; this lane's pair of each lands in dst[2q], dst[2q+1].
 template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, const T* src) {

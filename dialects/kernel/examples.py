@@ -818,6 +818,71 @@ func.func @forward(%a: {dtype}[{a_shape[0]},{a_shape[1]}], %b: {dtype}[{b_shape[
     )
 
 
+def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
+    """y = a @ b.T (a [64 * warpgroups, k], b [n, k] as nn.Linear keeps weights, f32 out) on wgmma: thread 0 has
+    the copy engine bring each chunk of `bk` columns of both into shared memory (rows of 2 * bk bytes, swizzled in
+    that span: the layout the descriptors name), every warpgroup fences, issues bk / 16 wgmmas on its 64 rows,
+    commits and waits for them before the next chunk overwrites the buffers."""
+    span = 2 * bk
+    m = 64 * warpgroups
+    acc = f'!kernel.frag<"acc", f32, [64, {n}], "wgmma">'
+    sw = f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
+    head = _header(
+        f"k_wgmma_linear_{dtype}",
+        [f"%am: !kernel.tensormap<{dtype}, [{m}, {k}], [{m}, {bk}], {span}>",
+         f"%bm: !kernel.tensormap<{dtype}, [{n}, {k}], [{n}, {bk}], {span}>", "%y: !kernel.ptr<f32>"],
+        "1",
+        f"{128 * warpgroups}",
+    )  # fmt: skip
+    ir = f"""{head} {{
+  %as = kernel.smem {dtype}[{m},{bk}] {sw}
+  %bs = kernel.smem {dtype}[{n},{bk}] {sw}
+  %full = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %c0 = kernel.const 0 : index
+  %leader = kernel.eq %t, %c0 : bool
+  kernel.if %leader {{
+    kernel.mbarrier_init %full[0], 1
+  }}
+  kernel.barrier
+  %row = kernel.index %t floordiv 128 * 64
+  %zero = kernel.const 0.0 : {acc}
+  %d = kernel.for %kc in 0 .. {k // bk} carry(%c <- %zero : {acc}) {{
+    kernel.if %leader {{
+      kernel.mbarrier_arrive %full[0] expect_tx {(m + n) * span}
+      kernel.tma_load %am[0, %kc * {bk}] -> %as, %full[0]
+      kernel.tma_load %bm[0, %kc * {bk}] -> %bs, %full[0]
+    }}
+    kernel.mbarrier_wait %full[0], parity %kc mod 2
+    kernel.wgmma_fence
+    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : {acc}) {{
+      %ci2 = kernel.wgmma %as[%row, %ks * 16], %bs[0, %ks * 16], %ci : {acc}
+      kernel.yield %ci2
+    }}
+    kernel.wgmma_commit
+    kernel.wgmma_wait 0
+    kernel.barrier
+    kernel.yield %c1
+  }}
+  kernel.frag_store %d, %y[%row * {n}] stride {n}
+}}
+func.func @forward(%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]) -> f32[{m},{n}] {{
+  %y = kernel.alloc : f32[{m},{n}]
+  kernel.launch @k_wgmma_linear_{dtype}(%a, %b, %y)
+  func.return %y
+}}
+"""
+    return Example(
+        f"wgmma_linear_{dtype}_n{n}_bk{bk}",
+        ir,
+        lambda rng: [_rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)],
+        lambda ins: [ins[0].astype(np.float64) @ ins[1].astype(np.float64).T],
+        1e-5,
+        (m * k + n * k) * ScalarType(dtype).bytes + m * n * 4,
+        lambda a, b: [a.float() @ b.float().T],
+    )
+
+
 def tiny_examples() -> list[Example]:
     """Every example at a size the simulator runs in well under a second each."""
     return [
@@ -840,6 +905,9 @@ def tiny_examples() -> list[Example]:
         mma_linear(32, 16, 48),
         ldmatrix_mma(32, 24, 32, a_t=False, b_t=True),
         ldmatrix_mma(16, 16, 32, a_t=True, b_t=False, dtype="f16"),
+        wgmma_linear(16, 128, bk=64),
+        wgmma_linear(24, 64, bk=32, dtype="f16"),
+        wgmma_linear(8, 32, bk=16, warpgroups=2),
     ]
 
 
@@ -865,4 +933,6 @@ def gpu_examples() -> list[Example]:
         mma_linear(256, 256, 512),
         ldmatrix_mma(64, 64, 256, a_t=False, b_t=True),
         ldmatrix_mma(64, 32, 128, a_t=True, b_t=False, dtype="f16"),
+        wgmma_linear(192, 4096, bk=64, warpgroups=2),
+        wgmma_linear(128, 1024, bk=32, dtype="f16"),
     ]

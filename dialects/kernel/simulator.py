@@ -33,6 +33,7 @@ from irforge.types import ScalarType, TensorType
 
 from . import fragments
 from . import ops as K
+from . import warpgroup as WG
 from .types import FragType, MbarrierType, SmemType, TensorMapType, element_type
 
 WARP = target().warp_size
@@ -177,6 +178,13 @@ class Warp:
         self.done = False
         self.open_group: list = []  # cp.async copies not yet committed
         self.groups: list = []  # committed cp.async groups, oldest first
+        # wgmma: accumulators in flight {result value: its lanes' values once ready}, the wgmmas issued since the
+        # last commit and the committed groups (each wgmma with the shared memory it read), whether a wgmma_fence
+        # came since the last wait
+        self.wgmma_inflight: dict = {}
+        self.wgmma_open: list = []
+        self.wgmma_groups: list = []
+        self.wgmma_fenced = False
 
 
 class BlockSim:
@@ -862,6 +870,10 @@ def _for(sim, op, values, mask, w, env):
 
 
 def _select(mask, new, old):
+    """`new` where the lanes are active, else `old`: `new` itself when all are (values are never changed in place,
+    except a wgmma's accumulator, which its wait fills: a carry must stay that same array)."""
+    if mask.all():
+        return new
     m = mask.reshape(mask.shape + (1,) * (np.ndim(new) - 1))
     return np.where(m, new, old)
 
@@ -1148,6 +1160,72 @@ def _mma(sim, op, values, mask, w, env):
     values[op.result] = d[rows, cols]
 
 
+# ---- warpgroup MMA (dialects/kernel/warpgroup.py) ---------------------------------------------------------------
+def _wgmma_tile(sim, op, which: str, rows: int, values, mask, w):
+    """The [rows, 16] tile operand `which` ("a" or "b") as the tensor cores read it: through its descriptor (the
+    layout `WG.descriptor` gives the buffer, starting at the tile's first element), not through the buffer's own
+    indexing, so a descriptor that names the layout wrongly reads the wrong elements. Returns (tile, addresses)."""
+    mem = values[getattr(op, which)]
+    t = mem.type
+    d = WG.descriptor(t)
+    idx = sim._index(op, f"index_{which}", values, mask, w)
+    if any((i[mask] != i[mask][0]).any() for i in idx):
+        raise sim._error(op, f"the {which.upper()} tile's index differs between the lanes of the warp", w)
+    first = [int(i[mask][0]) for i in idx]
+    if any(not 0 <= f < n for f, n in zip(first, t.shape)) or first[-2] % 8:
+        raise sim._error(op, f"the {which.upper()} tile at {first} does not start a group of 8 rows in {t}", w)
+    start = sum(f * st for f, st in zip(first, t.strides)) * t.dtype.bytes
+    r, k = np.meshgrid(np.arange(rows), np.arange(16), indexing="ij")
+    addrs = WG.operand_address(d, start, r, k, t.dtype.bytes) // t.dtype.bytes
+    if (addrs >= t.numel).any():
+        raise sim._error(op, f"the {which.upper()} tile [{rows}, 16] at {first} reaches outside {t}", w)
+    flat = addrs.reshape(WARP, -1)
+    data = _read(sim, op, mem, flat, np.ones(WARP, dtype=bool), w)
+    return data.reshape(rows, 16).astype(np.float32), (mem, flat, data)
+
+
+def _wgmma(sim, op, values, mask, w, env):
+    """Compute the product now (the operands as they are at issue), but hand back an accumulator of NaNs that the
+    wait fills in place: whatever reads it before then (through loop carries too) reads what a GPU would not have
+    written yet."""
+    _whole_warp(sim, op, mask, w, "wgmma")
+    acc = op.result.type
+    c = values[op.c]
+    if id(c) in w.wgmma_inflight:
+        c = w.wgmma_inflight[id(c)][1]
+    elif not w.wgmma_fenced:
+        raise sim._error(op, "reads an accumulator other instructions wrote, with no kernel.wgmma_fence since", w)
+    a, read_a = _wgmma_tile(sim, op, "a", 64, values, mask, w)
+    b, read_b = _wgmma_tile(sim, op, "b", acc.shape[1], values, mask, w)
+    d = (a @ b.T + _tile_of(acc, c, w)).astype(np.float32)
+    rows, cols = _lane_points(acc, w)
+    pending = np.full((WARP, acc.per_lane), np.nan, dtype=np.float32)
+    w.wgmma_inflight[id(pending)] = (pending, d[rows, cols])
+    values[op.result] = pending
+    w.wgmma_open.append((op, pending, read_a, read_b))
+
+
+def _wgmma_fence(sim, op, values, mask, w, env):
+    w.wgmma_fenced = True
+
+
+def _wgmma_commit(sim, op, values, mask, w, env):
+    w.wgmma_groups.append(w.wgmma_open)
+    w.wgmma_open = []
+
+
+def _wgmma_wait(sim, op, values, mask, w, env):
+    """Complete the oldest groups: their accumulators become readable, and the shared memory they read must hold
+    what it held at their issue (the tensor cores read it at some point in between)."""
+    while len(w.wgmma_groups) > op.attributes["pending"]:
+        for issued, pending, *reads in w.wgmma_groups.pop(0):
+            for mem, addrs, data in reads:
+                if (mem.data[addrs] != data).any():
+                    raise sim._error(issued, "shared memory it reads was written before its kernel.wgmma_wait", w)
+            pending[...] = w.wgmma_inflight.pop(id(pending))[1]
+    w.wgmma_fenced = False
+
+
 _SIMPLE = {
     K.ThreadIdOp: _axis,
     K.BlockIdOp: _axis,
@@ -1173,6 +1251,10 @@ _SIMPLE = {
     K.FragStoreOp: _frag_store,
     K.LdmatrixOp: _ldmatrix,
     K.MmaOp: _mma,
+    WG.WgmmaOp: _wgmma,
+    WG.WgmmaFenceOp: _wgmma_fence,
+    WG.WgmmaCommitOp: _wgmma_commit,
+    WG.WgmmaWaitOp: _wgmma_wait,
     K.CpAsyncOp: _cp_async,
     K.CpAsyncCommitOp: _cp_async_commit,
     K.CpAsyncWaitOp: _cp_async_wait,

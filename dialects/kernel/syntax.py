@@ -260,6 +260,21 @@ class KernelSyntax:
         a, b, acc, t = c
         return OpAST("kernel.mma", operands=[a, b, acc], result_types=[t])
 
+    def kernel_wgmma(self, c):
+        a, ia, b, ib, acc, t = c
+        (ma, mb), refs = _bind([ia, ib], a.loc)
+        attrs = {"index_a": ma, "index_b": mb}
+        return OpAST("kernel.wgmma", operands=[a, b, acc, *refs], attrs=attrs, result_types=[t])
+
+    def kernel_wgmma_fence(self, c):
+        return OpAST("kernel.wgmma_fence", result_types=[])
+
+    def kernel_wgmma_commit(self, c):
+        return OpAST("kernel.wgmma_commit", result_types=[])
+
+    def kernel_wgmma_wait(self, c):
+        return OpAST("kernel.wgmma_wait", attrs={"pending": int(c[0])}, result_types=[])
+
 
 def _frag_options(stride, transpose) -> dict:
     out = {}

@@ -35,6 +35,8 @@ from irforge.scalar_ops import SCALAR_OPS
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
+from .warpgroup import WarpgroupStatements
+
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
 _SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
 _RESERVED = set(
@@ -207,7 +209,7 @@ def _broadcast_index(i: str, shape, operand_shape) -> str:
     return " + ".join(reversed(terms)) or "0"
 
 
-class _Emitter:
+class _Emitter(WarpgroupStatements):
     def __init__(self, kernel: K.KernelFuncOp):
         self.k = kernel
         self.index_t = "long long" if kernel.attributes.get("index_bits", 32) == 64 else "int"
