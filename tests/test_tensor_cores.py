@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
+from irforge.dialects.tile import fragments
 from loopgen import contraction_programs
 from tilegen import assert_close, runs_somewhere, schedule
 
@@ -72,7 +74,8 @@ def test_tensor_core_contractions_match_the_loop_interpreter(module, passes):
 @pytest.mark.parametrize("dtype", [bf16, f16])
 def test_a_linear_layer_on_mma_compiles_without_spills(dtype, arch, tmp_path, monkeypatch):
     """The default pipeline on nn.Linear's product (512 x 2048 by a 2560 x 2048 weight), scheduled for `arch`:
-    tensorized, its kernels compile for that arch with no stack frame and no spills."""
+    tensorized (wgmma on sm_90a, mma.sync fed by ldmatrix on sm_80), its kernels compile for that arch with no
+    stack frame and no spills."""
     from irforge.parser import parse_module
 
     monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
@@ -81,7 +84,8 @@ def test_a_linear_layer_on_mma_compiles_without_spills(dtype, arch, tmp_path, mo
         run_pipeline(m, "loop-to-tile")
         assert any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp)), print_module(m)
         run_pipeline(m, "tile-to-kernel")
-        assert any(isinstance(op, K.LdmatrixOp) for op in m.walk())
+        want = WG.WgmmaOp if arch == "sm_90a" else K.LdmatrixOp
+        assert any(isinstance(op, want) for op in m.walk())
         run_pipeline(m, "kernel-to-cuda")
     for k in (op for op in m.body.ops if op.name == "cuda.kernel"):
         for name, use in resource_usage(k.attributes["source"], k.attributes["sym_name"], arch=arch).items():
@@ -118,21 +122,33 @@ def test_the_heuristics_pick_the_path_per_shape(dtype):
     assert not any("atom" in lp.attributes for lp in m.walk() if isinstance(lp, T.ForOp))
 
 
-def _linear(m: int, n: int, k: int, dtype: str) -> str:
-    return f"""func.func @forward(%x: {dtype}[{m},{k}], %w: {dtype}[{n},{k}]) -> {dtype}[{m},{n}] {{
+def _linear(m: int, n: int, k: int, dtype: str, bias=False, a_t=False, prologue=False) -> str:
+    """nn.Linear's product at the loop level (x [m, k], or [k, m] when `a_t`; the weight [n, k]), with a bias
+    and a prologue on x (doubled) when asked."""
+    x_shape, x_at = (f"{k},{m}", "%r, %a0") if a_t else (f"{m},{k}", "%a0, %r")
+    args = f"%x: {dtype}[{x_shape}], %w: {dtype}[{n},{k}]" + (f", %bias: {dtype}[{n}]" if bias else "")
+    doubled = f"%two = scalar.const 2.0 : {dtype}\n          %a2 = scalar.mul %a, %two : {dtype}" if prologue else ""
+    out = (
+        f"%bv = loop.load %bias[%a1]\n        %o = scalar.add %o0, %bv : {dtype}"
+        if bias
+        else "%o = scalar.add %o0, %o0 : {dtype}"
+    )
+    return f"""func.func @forward({args}) -> {dtype}[{m},{n}] {{
   %y = loop.buffer {dtype}[{m},{n}]
   loop.kernel @k_linear {{
     loop.for %a0 in 0..{m} {{
       loop.for %a1 in 0..{n} {{
         %s = loop.reduce %r in 0..{k} add(0.0) -> f32 {{
-          %a = loop.load %x[%a0, %r]
-          %a32 = scalar.cast %a : {dtype} -> f32
+          %a = loop.load %x[{x_at}]
+          {doubled}
+          %a32 = scalar.cast {"%a2" if prologue else "%a"} : {dtype} -> f32
           %b = loop.load %w[%a1, %r]
           %b32 = scalar.cast %b : {dtype} -> f32
           %p = scalar.mul %a32, %b32 : f32
           loop.yield %p
         }}
-        %o = scalar.cast %s : f32 -> {dtype}
+        %o0 = scalar.cast %s : f32 -> {dtype}
+        {out if bias else "%o = scalar.add %o0, %o0 : " + dtype}
         loop.store %y[%a0, %a1] = %o
       }}
     }}
@@ -192,3 +208,58 @@ def test_linear_layers_with_epilogues_on_mma_match_eager(dtype, epilogue):
     assert stores and all(x.value.type.shape[-1:] == (2,) for x in stores), [x.value.type for x in stores]
     for i, c in enumerate(prog.check()):
         assert c.ok, f"output #{i}: {c}"
+
+
+WGMMA_LATER = [
+    "tile-chunk-reduce{bk=16}",
+    "tile-chunk-reduce{bk=32}",
+    "tile-chunk-reduce{bk=64}",
+]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.sampled_from((64, 128)),
+    st.sampled_from((8, 16, 32)),
+    st.sampled_from((32, 64, 128)),
+    st.sampled_from(("bf16", "f16")),
+    st.sampled_from(((False, False, False), (True, False, False), (False, True, False), (False, False, True))),
+    st.sampled_from((64, 128)),
+    st.sampled_from(WGMMA_LATER),
+    st.sampled_from((1, 2, 3)),
+    st.sampled_from(("all", "none")),
+    st.booleans(),
+)
+def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, bm, chunk, stages, tma, split):
+    """nn.Linear's product laid out on wgmma (warpgroups of 64 rows), its K in chunks staged in rings of 1 to 3
+    slots by the tensor memory accelerator (swizzled for the descriptors) or by the threads, sometimes split over
+    blocks: the kernel simulator (reading the slabs through the descriptors' layout, catching a slot refilled
+    while a wgmma reads it) gives the loop interpreter's answer. Slabs the threads copy run on mma.sync from the
+    same layout; products the descriptors cannot read (a prologue, x stored M-major) are declined."""
+    from irforge.parser import parse_module
+
+    bias, a_t, prologue = variant
+    module = parse_module(_linear(m, n, k, dtype, bias=bias, a_t=a_t, prologue=prologue))
+    expected = interpret(module, seed=5)
+    bm = min(bm, m)  # a warpgroup per 64 rows
+    passes = [f"tile-blockify{{bm={bm} bn={n} threads={2 * bm}}}", "tile-tensorize{atom=wgmma}", chunk]
+    passes += ["tile-split-reduce{splits=2}"] if split else []
+    passes += [
+        "tile-stage-inputs",
+        f"tile-multi-buffer{{stages={stages}}}",
+        f"tile-tma{{stages={tma}}}",
+        "tile-pipeline",
+    ]
+    passes += ["tile-swizzle-smem"]
+    assert schedule(module, passes) is None
+    tensorized = [lp for lp in module.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes]
+    assert bool(tensorized) == (not a_t and not prologue), print_module(module)
+    text = print_module(module)
+    descriptors = [st for lp in tensorized for st in fragments.descriptor_stages(lp)]
+    fed = bool(descriptors) and all(st.copy == "tma" for st in descriptors)
+    run_pipeline(module, "tile-to-kernel")
+    assert_close(expected, interpret(module, seed=5), module, f"kernel, {passes}:\n{text}")
+    wgmma = [op for op in module.walk() if op.name == "kernel.wgmma"]
+    event(f"on wgmma: {bool(wgmma)}")
+    assert bool(wgmma) == fed, text
+    assert any(op.name == "kernel.mma" for op in module.walk()) == (bool(tensorized) and not fed), text

@@ -21,7 +21,7 @@ from irforge.dialects.scalar import CastOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import IndexOp, LoadOp, ReduceOp, YieldOp, enclosing_loops
+from . import ForOp, IndexOp, LoadOp, ReduceOp, StageOp, YieldOp, enclosing_loops
 from .algebra import Contraction, contractions_in
 from .layout import Layout
 from .vectors import coefficient, expand
@@ -87,9 +87,14 @@ def why_not_layout(extents, warps, atom: Atom) -> str | None:
                 f"wgmma needs warpgroups of 4 warps stacked along the rows, each warp 16 rows: warps [4k, 1] over "
                 f"4k x 16 rows, not warps {list(warps)} over {extents[0]}"
             )
-        if t1 % atom.n:
-            return f"the atom's {atom.n} columns do not divide the warpgroup's {t1}"
+        if t1 != atom.n:
+            return f"the atom's {atom.n} columns are not the warpgroup's {t1}"
     return None
+
+
+def wgmma_atom(extents) -> Atom | None:
+    """The wgmma atom a tile of `extents` (rows, columns) takes: N its columns (8 to 256, a multiple of 8)."""
+    return Atom.parse(f"wgmma.m64n{extents[1]}k16") if len(extents) == 2 else None
 
 
 # ---- the contraction a tensorized loop computes --------------------------------------------------------------
@@ -211,6 +216,34 @@ def _placement(load: LoadOp, rows: Value, cols: Value, k: Value) -> str | None:
 def _side(f: Factor, rows: Value, cols: Value) -> str:
     reach = {"a" if any(coefficient(expand(e), rows) for e in ld.index_exprs()) else "b" for ld in f.loads}
     return reach.pop() if len(reach) == 1 else "?"
+
+
+def why_not_descriptors(ops: Operands) -> str | None:
+    """Why wgmma cannot read the factors of `ops` from shared memory through descriptors (None when it can): each
+    must be one load, widened and nothing else (the tensor cores read the tile as it is), with the reduction's index
+    along its buffer's last dimension (K-major, as nn.Linear keeps both its input and its weight)."""
+    k = ops.contraction.reduce.iv
+    for a, b in ops.products:
+        for f in (a, b):
+            if len(f.ops) != 1 or len(f.loads) != 1:
+                return "a factor is computed from its loads (a prologue); wgmma reads shared-memory tiles as they are"
+            if k_dim(f.loads[0], k) != -1:
+                return "a factor's reduction index runs down its buffer's rows (wgmma reads K-major tiles here)"
+    return None
+
+
+def descriptor_stages(root: Operation) -> list:
+    """The stages under `root` whose boxes a wgmma reads through descriptors: the sources of the factor loads of
+    every contraction laid out on a wgmma atom."""
+    out = []
+    for loop in (lp for lp in root.walk() if isinstance(lp, ForOp) and "atom" in lp.attributes):
+        atom = Atom.parse(loop.attributes["atom"])
+        ops = operands(loop, *loop.ivs) if atom is not None and atom.family == "wgmma" else "not wgmma"
+        if isinstance(ops, str) or why_not_descriptors(ops):
+            continue
+        for a, b in ops.products:
+            out += [ld.operands[0].owner for ld in a.loads + b.loads if isinstance(ld.operands[0].owner, StageOp)]
+    return list(dict.fromkeys(out))
 
 
 def k_dim(load: LoadOp, k: Value) -> int:

@@ -54,6 +54,9 @@ TENSOR_MIN_ROWS = 16
 MMA_TILE = (128, 128, 128)
 MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
 MMA_K_CHUNK_BYTES = 128
+# On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE.
+WGMMA_MIN_ROWS = 64
+WGMMA_TILE = (128, 128)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
@@ -123,7 +126,10 @@ class Heuristic:
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
-        if self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]) is not None:
+        family = self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim])
+        if family == "wgmma" and m % 64 == 0:
+            return self._wgmma_tile(kernel, band, m, n)
+        if family is not None:
             return self._mma_tile(kernel, band, m, n)
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
@@ -148,6 +154,21 @@ class Heuristic:
         carriers = max(1, len(contractions_in(band)[0].reduce.results)) if contractions_in(band) else 1
         threads = min(threads * 2, max(threads, bm * bn * carriers // MMA_ACCUMULATORS))
         return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
+
+    def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
+        """A wgmma block tile: WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a thread a
+        carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64) while the
+        blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
+        tm, tn = WGMMA_TILE
+        bm = tm if m % tm == 0 else 64
+        bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=8)
+        others = math.prod(band.extents) // (m * n)
+        while (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+            if bn >= bm and n % (bn // 2) == 0:
+                bn //= 2
+            else:
+                bm //= 2
+        return bm, bn, 2 * bm
 
     def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
         """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
@@ -226,10 +247,11 @@ class Heuristic:
         return best
 
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
-        """The atom family the contraction under `root` runs on ("mma"), over output indices `rows` and `cols`;
-        None keeps it on the SIMT path: the target has no tensor cores, the products are not of 16-bit floats
-        (`fragments.operands` says why), or the product is decode-shaped (fewer than TENSOR_MIN_ROWS rows or
-        columns in all: streaming the weight, memory-bound, is split-K's business)."""
+        """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
+        sm_90a for prefill-sized products (WGMMA_MIN_ROWS rows) whose factors wgmma can read from shared memory
+        (K-major loads, no prologue), else "mma"; None keeps it on the SIMT path: the target has no tensor cores,
+        the products are not of 16-bit floats (`fragments.operands` says why), or the product is decode-shaped
+        (fewer than TENSOR_MIN_ROWS rows or columns in all: streaming the weight is split-K's business)."""
         if not target().has("ldmatrix"):
             return None
         ops = fragments.operands(root, rows, cols)
@@ -237,7 +259,10 @@ class Heuristic:
             return None
         c = ops.contraction
         sizes = [math.prod(iv.block.parent_op.extents[iv.index] for iv in side) for side in (c.m, c.n)]
-        return "mma" if min(sizes) >= TENSOR_MIN_ROWS else None
+        if min(sizes) < TENSOR_MIN_ROWS:
+            return None
+        wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
+        return "wgmma" if wgmma else "mma"
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
@@ -278,9 +303,12 @@ class Heuristic:
         engine can write (dense, or its swizzle of the box's rows) costs the bank model no more wavefronts than
         the best layout a copy by the threads can have (dense, or one of the pads and swizzles above): the
         engine writes no wavefronts of the threads', but it cannot pad, and swizzles rows of 32, 64 or 128 bytes
-        one way only."""
+        one way only. A stage wgmma reads through descriptors is copied by the engine wherever it can be (only its
+        swizzled rows are a layout a descriptor names)."""
         if stage.ring < 2:
             return False
+        if stage in fragments.descriptor_stages(kernel):
+            return banks.tma_layout(stage) is not None  # wgmma reads it in the layout the engine writes
         engine = [{"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks.tma_layout(stage)) if sw is not None]
         copy = "async" if target().has("cp.async") else "sync"
         threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
