@@ -127,7 +127,7 @@ class Heuristic:
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
         family = self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim])
-        if family == "wgmma" and m % 64 == 0:
+        if family == "wgmma" and m % 64 == 0 and n % 8 == 0:
             return self._wgmma_tile(kernel, band, m, n)
         if family is not None:
             return self._mma_tile(kernel, band, m, n)
@@ -161,7 +161,7 @@ class Heuristic:
         blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
         tm, tn = WGMMA_TILE
         bm = tm if m % tm == 0 else 64
-        bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=8)
+        bn = max(x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn)
         others = math.prod(band.extents) // (m * n)
         while (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
             if bn >= bm and n % (bn // 2) == 0:
