@@ -91,6 +91,8 @@ VARIANTS = {
     "no-tma": variant(tile_tma="stages=none"),
     "tma-all": variant(tile_tma="stages=all"),
     "raster8": variant(tile_rasterize="rows=8"),
+    "raster16": variant(tile_rasterize="rows=16"),
+    **{f"split{n}": variant(splits=n) for n in (1, 2, 4, 8, 16)},  # split-K around the heuristic's choice
     "warps4x8": variant(rows=4),  # tile-permute-lanes' 4 x 8 warps: A's rows swizzled apart (sweep 2 had them clash)
     "warps4x8.plain": variant(rows=4, **PLAIN),
     "64x128": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1),

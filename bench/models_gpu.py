@@ -1,26 +1,32 @@
-"""Whole models on the GPU, checked against HF transformers and timed (the GPU half of tests/test_models.py).
+"""Whole models on the GPU through `irforge generate`, checked against HF transformers and timed (the GPU half of
+tests/test_models.py). Random weights from the configs: nothing is downloaded.
 
-    python bench/models_gpu.py compile --dir /tmp/irforge-models     # on any machine (CPU): compile, NVRTC
-    python bench/models_gpu.py run --dir /tmp/irforge-models         # on the GPU: check, time, write the JSON
+    python bench/models_gpu.py compile --dir build/models            # any machine (CPU): compile, NVRTC
+    python bench/models_gpu.py run --dir build/models --out OUT       # the GPU: check, time, write JSON under OUT
 
-`compile` writes each model the checks need (JSON, `irforge.models.save_compiled`) and fills the NVRTC cubin
-cache ($IRFORGE_CACHE_DIR); `run` loads them (compiling any that are missing) and checks, with random weights:
+`compile` writes two tiny configs (Llama and Qwen2: 3 layers, hidden 64), compiles every case below to the cuda level
+(`irforge.models.save_compiled`, under DIR) and fills the NVRTC cubin cache (DIR/cache), so that `run` spends its
+GPU time running; `run` compiles whatever is missing. Then, with TF32 off:
 
-1. TinyLlama-1.1B and SmolLM2-135M in f32 (TF32 off): 32 greedy tokens identical to HF's;
-2. the same models in bf16: at each step (the prefill, then 31 decode steps fed HF's tokens) the logits within 2e-2
-   of HF's, relative to the largest HF logit;
-3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's;
-4. speed: TinyLlama-1.1B bf16, batch 1: decode tokens/s (the decode step a CUDA graph) vs HF eager and
-   torch.compile, and the fraction of the decode bandwidth limit; the prefill of 512 tokens vs HF eager.
+1. `irforge generate` (the command itself, with `--compiled`) on the tiny configs (f32, batch 2), TinyLlama-1.1B and
+   SmolLM2-135M (f32): 32 greedy tokens identical to HF's greedy tokens with the same weights; TinyLlama-1.1B in
+   bf16: its tokens beside HF's, and the timings: prefill and decode (the decode step a CUDA graph) vs HF eager and
+   torch.compile, and the fraction of the decode bandwidth limit;
+2. TinyLlama-1.1B and SmolLM2-135M in bf16: at each step (the prefill, then 31 decode steps fed HF's tokens) the
+   logits within 2e-2 of HF's, relative to the largest HF logit;
+3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's, timed;
+4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager.
 
-The results go to bench/results/models-<gpu>-<date>.json (every check, every time, the environment). Exit 1 when
-a check fails.
+Every `irforge generate` writes OUT/generate-<case>.json; OUT/models-<gpu>.json has every check, every timing and
+the environment. Exit 1 when a check fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import gc
+import io
 import json
 import os
 import re
@@ -31,15 +37,35 @@ import traceback
 
 import numpy as np
 
-CASES = {  # name: (model, dtype, prompt tokens, new tokens)
-    "tinyllama-f32": ("tinyllama-1.1b", "f32", 16, 32),
-    "smollm2-f32": ("smollm2-135m", "f32", 16, 32),
-    "tinyllama-bf16": ("tinyllama-1.1b", "bf16", 16, 32),
-    "smollm2-bf16": ("smollm2-135m", "bf16", 16, 32),
-    "qwen2.5-7b-prefill512": ("qwen2.5-7b", "bf16", 512, 1),
-    "tinyllama-bf16-prefill512": ("tinyllama-1.1b", "bf16", 512, 16),
+TINY = {"hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 3, "num_attention_heads": 4}
+TINY.update(num_key_value_heads=2, vocab_size=128, max_position_embeddings=64, initializer_range=0.3)
+
+CASES = {  # name: (model, dtype, batch, prompt tokens, new tokens); "tiny-*" are directories under --dir
+    "tiny-llama-f32": ("tiny-llama", "f32", 2, 8, 32),
+    "tiny-qwen2-f32": ("tiny-qwen2", "f32", 2, 8, 32),
+    "tinyllama-f32": ("tinyllama-1.1b", "f32", 1, 16, 32),
+    "smollm2-f32": ("smollm2-135m", "f32", 1, 16, 32),
+    "tinyllama-bf16": ("tinyllama-1.1b", "bf16", 1, 16, 32),
+    "smollm2-bf16": ("smollm2-135m", "bf16", 1, 16, 32),
+    "tinyllama-bf16-prefill512": ("tinyllama-1.1b", "bf16", 1, 512, 16),
+    "qwen2.5-7b-prefill512": ("qwen2.5-7b", "bf16", 1, 512, 1),
 }
+GENERATE = ["tiny-llama-f32", "tiny-qwen2-f32", "tinyllama-f32", "smollm2-f32", "tinyllama-bf16"]
+LOGITS = ["tinyllama-bf16", "smollm2-bf16", "qwen2.5-7b-prefill512"]
 REL_TOL = 2e-2
+
+
+def model_spec(directory: str, case: str) -> str:
+    name = CASES[case][0]
+    return os.path.join(directory, name) if name.startswith("tiny-") else name
+
+
+def write_tiny_configs(directory: str) -> None:
+    for kind in ("llama", "qwen2"):
+        d = os.path.join(directory, f"tiny-{kind}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w", encoding="utf-8") as f:
+            json.dump({"model_type": kind, **TINY}, f)
 
 
 def compiled(directory: str, case: str):
@@ -48,13 +74,17 @@ def compiled(directory: str, case: str):
     path = os.path.join(directory, f"{case}.json")
     if os.path.exists(path):
         return load_compiled(path)
-    spec, dtype, prompt, new = CASES[case]
-    t = time.perf_counter()
-    model = compile_model(spec, dtype=dtype, prompt_len=prompt, max_len=prompt + new)
-    print(f"{case}: compiled in {time.perf_counter() - t:.1f} s: {model.summary()}", flush=True)
-    os.makedirs(directory, exist_ok=True)
+    _, dtype, batch, prompt, new = CASES[case]
+    model = compile_model(
+        model_spec(directory, case), dtype=dtype, batch=batch, prompt_len=prompt, max_len=prompt + new
+    )
+    print(f"{case}: {model.summary()}", flush=True)
     save_compiled(model, path)
     return model
+
+
+def prompt_of(model) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, model.config.vocab_size, (model.batch, model.prompt_len))
 
 
 def rel_error(got, want) -> float:
@@ -62,71 +92,77 @@ def rel_error(got, want) -> float:
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
-def check_case(directory: str, case: str) -> dict:
+def generate_case(directory: str, out: str, case: str, torch_compile: bool) -> dict:
+    """`irforge generate` on the case's compiled model; f32 cases must give HF's tokens."""
+    from irforge.tools.cli import main
+
+    model = compiled(directory, case)
+    _, dtype, _, _, new = CASES[case]
+    ids = ",".join(map(str, prompt_of(model)[0]))
+    path = os.path.join(out, f"generate-{case}.json")
+    argv = ["generate", model_spec(directory, case), "--ids", ids, "-n", str(new), "--batch", str(model.batch)]
+    argv += ["--dtype", dtype, "--compiled", os.path.join(directory, f"{case}.json"), "--json", path]
+    if not (torch_compile and case == "tinyllama-bf16"):
+        argv.append("--no-torch-compile")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(argv, stdout=stdout, stderr=stderr)
+    print(f"$ irforge {' '.join(argv)}\n{stdout.getvalue()}{stderr.getvalue()}", flush=True)
+    if code != 0:
+        return {"case": case, "ok": False, "error": stderr.getvalue()}
+    with open(path, encoding="utf-8") as f:
+        report = json.load(f)
+    ok = report["match"] or dtype != "f32"  # bf16 tokens may part at near ties: its check is the logits'
+    return {"case": case, "command": "irforge " + " ".join(argv), "ok": ok, **report}
+
+
+def logits_case(directory: str, case: str) -> dict:
+    """Each step's logits (the prefill, then the decode steps fed HF's tokens) within REL_TOL of HF's."""
     import torch
 
-    from irforge.models.generate import greedy, hf_greedy, hf_model, hf_step_logits
+    from irforge.models.generate import hf_greedy, hf_model, hf_step_logits
     from irforge.models.gpu import OnGPU
+    from irforge.models.speed import cuda_time
     from irforge.models.weights import load_weights
 
-    _, dtype, prompt_len, new = CASES[case]
     model = compiled(directory, case)
+    _, dtype, _, prompt_len, new = CASES[case]
     params = load_weights(None, model.param_types, dtype, model.config, seed=0, device="cuda")
-    prompt = np.random.default_rng(0).integers(0, model.config.vocab_size, (1, prompt_len))
+    prompt = prompt_of(model)
     runner = OnGPU(model, params)
     lm = hf_model(model.config, params, dtype, "cuda")
-    row: dict = {"case": case, "dtype": dtype, "prompt": prompt_len, "compile": model.summary()}
-    if dtype == "f32":
-        ours, ref = greedy(runner, prompt, new), hf_greedy(lm, prompt, new)
-        row.update(irforge=ours[0].tolist(), hf=ref[0].tolist(), ok=bool((ours == ref).all()))
-    else:
-        ref = hf_greedy(lm, prompt, new)
-        want = hf_step_logits(lm, prompt, ref[:, : new - 1])
-        runner.reset()
-        got = [runner("prefill", prompt, np.arange(prompt_len)).cpu().numpy()]
-        for t in range(new - 1):
-            got.append(runner("decode", ref[:, t : t + 1], np.array([prompt_len + t])).cpu().numpy())
-        errs = [rel_error(g, w) for g, w in zip(got, want)]
-        row.update(max_rel_error=max(errs), per_step=errs, ok=max(errs) <= REL_TOL)
-    del lm
-    torch.cuda.empty_cache()
+    ref = hf_greedy(lm, prompt, new)
+    want = hf_step_logits(lm, prompt, ref[:, : new - 1])
+    got = [runner("prefill", prompt, np.arange(prompt_len)).cpu().numpy()]
+    for t in range(new - 1):
+        got.append(runner("decode", ref[:, t : t + 1], np.array([prompt_len + t])).cpu().numpy())
+    errs = [rel_error(g, w) for g, w in zip(got, want)]
+    row = {"case": case, "dtype": dtype, "prompt": prompt_len, "compile": model.summary()}
+    row.update(max_rel_error=max(errs), per_step=errs, ok=max(errs) <= REL_TOL)
+    if new == 1:  # a prefill case: its time too
+        row["irforge_prefill_ms"] = cuda_time(lambda: runner("prefill", prompt, np.arange(prompt_len)), reps=5)
+        ids = torch.as_tensor(prompt, device="cuda")
+        with torch.no_grad():
+            row["hf_eager_prefill_ms"] = cuda_time(lambda: lm(input_ids=ids, logits_to_keep=1), reps=5)
     return row
 
 
-def speed(directory: str, with_compile: bool) -> dict:
-    import torch
-
+def prefill_speed(directory: str) -> dict:
     from irforge.models.generate import hf_model
     from irforge.models.gpu import OnGPU
-    from irforge.models.speed import as_dict, copy_bandwidth, decode_bytes, hf_speed, irforge_speed
+    from irforge.models.speed import as_dict, hf_speed, irforge_speed
     from irforge.models.weights import load_weights
 
-    out = {}
-    for case in ("tinyllama-bf16", "tinyllama-bf16-prefill512"):
-        model = compiled(directory, case)
-        params = load_weights(None, model.param_types, "bf16", model.config, seed=0, device="cuda")
-        prompt = np.random.default_rng(0).integers(0, model.config.vocab_size, (1, model.prompt_len))
-        runner = OnGPU(model, params)
-        rows = [irforge_speed(runner, prompt)]
-        lm = hf_model(model.config, params, "bf16", "cuda")
-        rows.append(hf_speed(lm, prompt, "HF eager"))
-        if with_compile and case == "tinyllama-bf16":
-            lm.forward = torch.compile(lm.forward, mode="reduce-overhead", fullgraph=True)
-            rows.append(hf_speed(lm, prompt, "torch.compile"))
-        nbytes = decode_bytes(params, 1, model.prompt_len, model.config, 2)
-        bw = copy_bandwidth()
-        limit_ms = nbytes / bw * 1e3
-        out[case] = {
-            "systems": [as_dict(r) for r in rows],
-            "decode_vs_eager": rows[1].decode_ms / rows[0].decode_ms,
-            "prefill_vs_eager": rows[1].prefill_ms / rows[0].prefill_ms,
-            "decode_bytes": nbytes,
-            "copy_bandwidth_bytes_per_s": bw,
-            "decode_fraction_of_bandwidth_limit": limit_ms / rows[0].decode_ms,
-        }
-        del lm, runner
-        torch.cuda.empty_cache()
-    return out
+    case = "tinyllama-bf16-prefill512"
+    model = compiled(directory, case)
+    params = load_weights(None, model.param_types, "bf16", model.config, seed=0, device="cuda")
+    prompt = prompt_of(model)
+    ours = irforge_speed(OnGPU(model, params), prompt)
+    eager = hf_speed(hf_model(model.config, params, "bf16", "cuda"), prompt, "HF eager")
+    return {
+        "case": case,
+        "systems": [as_dict(ours), as_dict(eager)],
+        "prefill_vs_eager": eager.prefill_ms / ours.prefill_ms,
+    }
 
 
 def environment() -> dict:
@@ -146,13 +182,35 @@ def environment() -> dict:
     }
 
 
+def timed(rows: list, what: str, fn, *args) -> bool:
+    """Run one check; its failure (an exception included) is a result, reported with the rest."""
+    import torch
+
+    t = time.perf_counter()
+    try:
+        row = fn(*args)
+    except Exception as e:
+        row = {"case": what, "ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+    row["seconds"] = time.perf_counter() - t
+    gc.collect()  # the case's models and weights, before the next case's
+    torch.cuda.empty_cache()
+    rows.append(row)
+    shown = {k: v for k, v in row.items() if k not in ("trace", "per_step", "prompt", "tokens", "hf_tokens")}
+    print(json.dumps(shown), flush=True)
+    return row.get("ok", True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("phase", choices=["compile", "run"])
-    ap.add_argument("--dir", default="/tmp/irforge-models", help="where compiled models are kept")
+    ap.add_argument("--dir", default="build/models", help="where the compiled models and the cubin cache are kept")
+    ap.add_argument("--out", default="build/models/results", help="where `run` writes its JSON")
     ap.add_argument("--only", nargs="*", choices=list(CASES), help="only these cases")
     ap.add_argument("--no-torch-compile", action="store_true", help="time HF eager only")
     args = ap.parse_args()
+    os.environ["IRFORGE_CACHE_DIR"] = os.environ.get("IRFORGE_CACHE_DIR") or os.path.join(args.dir, "cache")
+    os.makedirs(args.dir, exist_ok=True)
+    write_tiny_configs(args.dir)
     cases = args.only or list(CASES)
     if args.phase == "compile":
         from irforge.diagnostics import IRForgeError
@@ -174,25 +232,18 @@ def main() -> int:
         return 1
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    report = {"environment": environment(), "checks": [], "speed": None}
+    os.makedirs(args.out, exist_ok=True)
+    report: dict = {"environment": environment(), "generate": [], "logits": [], "prefill": []}
     ok = True
-    for case in [c for c in cases if not c.endswith("-prefill512") or c.startswith("qwen")]:
-        try:
-            row = check_case(args.dir, case)
-        except Exception as e:  # one case's failure is a result, reported with the rest
-            row = {"case": case, "ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-        ok &= row["ok"]
-        print(json.dumps({k: v for k, v in row.items() if k not in ("trace", "per_step")}), flush=True)
-        report["checks"].append(row)
-    try:
-        report["speed"] = speed(args.dir, not args.no_torch_compile)
-        print(json.dumps(report["speed"], indent=1), flush=True)
-    except Exception as e:
-        report["speed"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-        ok = False
+    for case in [c for c in GENERATE if c in cases]:
+        ok &= timed(report["generate"], case, generate_case, args.dir, args.out, case, not args.no_torch_compile)
+    for case in [c for c in LOGITS if c in cases]:
+        ok &= timed(report["logits"], case, logits_case, args.dir, case)
+    if "tinyllama-bf16-prefill512" in cases:
+        ok &= timed(report["prefill"], "tinyllama-bf16-prefill512", prefill_speed, args.dir)
     found = re.search(r"\b([A-Z]\d{2,4})\b", report["environment"]["gpu"] or "")
     gpu = found.group(1).lower() if found else "gpu"  # "NVIDIA H100 80GB HBM3" -> h100
-    path = os.path.join(os.path.dirname(__file__), "results", f"models-{gpu}-{report['environment']['date']}.json")
+    path = os.path.join(args.out, f"models-{gpu}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     print(f"wrote {path}; {'all checks pass' if ok else 'SOME CHECKS FAIL'}")

@@ -2,7 +2,7 @@
 # Both benchmark suites (seed84, llm) on a GPU, within the device machine's limits: compile ahead on any machine,
 # carry the cache, time each suite in one command that stops itself in time and resumes where it stopped.
 #
-#   bench/run_suites.sh compile        # no GPU needed: both suites into $BENCH_CACHE (bench/cache, ~3 MiB)
+#   bench/run_suites.sh compile        # no GPU needed: both suites into $BENCH_CACHE (bench/cache, ~3 MiB); JOBS=N
 #   bench/run_suites.sh seed84 [OUT]   # on the GPU: results in bench/cache/runs/seed84/, copied to OUT/seed84/
 #   bench/run_suites.sh llm [OUT]      # on the GPU: the same for llm
 #
@@ -18,7 +18,7 @@ cache=${BENCH_CACHE:-bench/cache}
 py=${PYTHON:-python3} # the Python irforge is installed in (on the GPU machine, python3)
 case "${1:-}" in
   compile)
-    for suite in seed84 llm; do "$py" -m irforge.tools.cli bench --suite "$suite" --compile-only --cache "$cache"; done
+    for suite in seed84 llm; do "$py" -m irforge.tools.cli bench --suite "$suite" --compile-only --cache "$cache" --jobs "${JOBS:-1}"; done
     du -sh "$cache"
     ;;
   seed84 | llm)

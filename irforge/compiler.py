@@ -28,11 +28,12 @@ LOWERING = "torch-to-cuda"  # the named pipeline from captured torch IR to CUDA
 
 
 def lowering(
-    level: str | None = "cuda", *, pipeline: str | None = None, after=None, before=None
+    level: str | None = "cuda", *, pipeline: str | None = None, after=None, before=None, tuning: str | None = None
 ) -> list[ScheduledPass]:
     """The passes that lower freshly captured torch IR: `pipeline` when given, else the default lowering cut after
     the step that reaches `level`. `after` and `before` ({point: pipeline}) run pipelines after or before every
-    place a pass or named pipeline of that lowering (`tile-blockify`, `loop-to-tile`) runs."""
+    place a pass or named pipeline of that lowering (`tile-blockify`, `loop-to-tile`) runs. `tuning` (a tuning
+    database's path; "" for the default one) replays tuned schedules: `apply-tuning` runs where kernels are formed."""
     from .pipeline import check_levels, expand, parse_pipeline
 
     if pipeline is not None:
@@ -44,8 +45,22 @@ def lowering(
     for where, points in (("after", after or {}), ("before", before or {})):
         for point, text in points.items():
             schedule = _insert(schedule, where, point, text, level if pipeline is None else None)
+    if tuning is not None and pipeline is None:
+        schedule = _with_tuning(schedule, tuning, after, before)
     check_levels(schedule, "torch")
     return schedule
+
+
+def _with_tuning(schedule: list[ScheduledPass], db: str, after, before) -> list[ScheduledPass]:
+    from .registry import registry
+    from .tune.space import space_version, split_lowering, tuning_point
+
+    at = tuning_point(schedule)
+    if at is None:
+        return schedule  # never gets to where kernels are formed
+    _, suffix = split_lowering(after, before)
+    apply = registry().passes()["apply-tuning"](db=db, version=space_version(suffix))
+    return [*schedule[:at], ScheduledPass(apply, ()), *schedule[at:]]
 
 
 def _cut(schedule: list[ScheduledPass], level: str) -> list[ScheduledPass]:
@@ -135,14 +150,16 @@ def compile(
     after=None,
     before=None,
     instrumentations=(),
+    tuning: str | None = None,
 ) -> Program:
     """Compile an `nn.Module` (or a function of tensors) on example inputs down to level `ir`, or through
     `pipeline` (pipeline text run on the captured torch IR). `after` / `before`: {point: pipeline} insert passes
-    (plugins' included) into the default lowering: `after={"loop-to-tile": "my-pass"}`."""
+    (plugins' included) into the default lowering: `after={"loop-to-tile": "my-pass"}`. `tuning`: replay the
+    tuned schedules of that tuning database ("" for the default one; `irforge tune` fills it)."""
     from .frontend import from_module
 
     tp = from_module(model, example_inputs)
-    return compile_program(tp, ir, instrumentations, pipeline=pipeline, after=after, before=before)
+    return compile_program(tp, ir, instrumentations, pipeline=pipeline, after=after, before=before, tuning=tuning)
 
 
 def params_in_use(module: Operation, params: dict) -> dict:
@@ -153,7 +170,15 @@ def params_in_use(module: Operation, params: dict) -> dict:
 
 
 def compile_program(
-    tp, ir: str | None = "tensor", instrumentations=(), *, pipeline=None, after=None, before=None, bisect=False
+    tp,
+    ir: str | None = "tensor",
+    instrumentations=(),
+    *,
+    pipeline=None,
+    after=None,
+    before=None,
+    bisect=False,
+    tuning=None,
 ):
     """Capture a `frontend.TorchProgram` and lower it (see `lowering`); `bisect`: run each pass's output through its
     level's reference interpreter on the program's inputs and stop at the first that differs from PyTorch eager."""
@@ -162,7 +187,7 @@ def compile_program(
     from .pass_manager import PassManager
     from .pipeline import module_level, schedule_text
 
-    schedule = lowering(ir, pipeline=pipeline, after=after, before=before)
+    schedule = lowering(ir, pipeline=pipeline, after=after, before=before, tuning=tuning)
     try:
         captured = capture(tp.model, tp.inputs, tp.input_names)
     except IRForgeError as e:

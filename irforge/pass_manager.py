@@ -35,6 +35,7 @@ from .diagnostics import InternalError, IRForgeError
 from .dialect import LEVELS
 from .ir import Operation
 from .location import Location
+from .printer import format_attr
 
 
 # ---- option domains --------------------------------------------------------------------------------------------
@@ -158,8 +159,16 @@ def _coerce(t, v):
     if t is float and isinstance(v, int) and not isinstance(v, bool):
         return float(v)
     if (t is int and isinstance(v, bool)) or not isinstance(v, t):
-        raise ValueError(f"expected {t.__name__}, got {format_value(v)}")
+        raise ValueError(f"expected {t.__name__}, got {_spelled(v)}")
     return v
+
+
+def _spelled(v) -> str:
+    """A value of the wrong type as an attribute spells it (a `tune`'s "16" is a string, [16] a list)."""
+    try:
+        return format_attr(v)
+    except TypeError:  # a Python value (a pass built in Python) that no attribute spells
+        return repr(v)
 
 
 def format_value(v) -> str:

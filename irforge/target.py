@@ -49,6 +49,14 @@ class Target:
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
     l2_bytes: int = 50 * 1024 * 1024
+    # Rates (an H100 SXM's), for the tuner's cost model: what moves and computes how fast.
+    clock_hz: float = 1.755e9
+    dram_bytes_per_s: float = 3.35e12
+    l2_bytes_per_s: float = 5.5e12  # into the multiprocessors
+    smem_bytes_per_clock: int = 128  # per multiprocessor
+    fp32_flops_per_s: float = 67e12  # fused multiply-adds on the CUDA cores, counted as two
+    memory_latency_s: float = 600e-9
+    launch_s: float = 3e-6  # a kernel launch's fixed cost
     atoms: tuple[MmaAtom, ...] = field(
         default=(
             MmaAtom("mma.sync.m16n8k16", 16, 8, 16, ("f16", "bf16"), "f32", 80),

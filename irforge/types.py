@@ -8,6 +8,7 @@ syntax for the parameters, so every type round-trips without a grammar of its ow
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -51,6 +52,15 @@ class ScalarType(Type):
         """`value` as the Python number a constant of this type holds: float, bool or int."""
         return float(value) if self.is_float else bool(value) if self.name == "bool" else int(value)
 
+    def holds(self, value) -> bool:
+        """Whether an attribute value is a constant of this type as written: a bool for bool, a float for a float
+        type, an int (not a bool) for the others."""
+        if self.name == "bool":
+            return isinstance(value, bool)
+        if self.is_float:
+            return isinstance(value, float)
+        return isinstance(value, int) and not isinstance(value, bool)
+
     def __str__(self) -> str:
         return self.name
 
@@ -92,10 +102,7 @@ class TensorType(Type):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def with_shape(self, shape) -> TensorType:
         return TensorType(self.dtype, tuple(shape))

@@ -81,6 +81,7 @@ def test_startup_does_not_import_torch():
         (["--suite", "seed84", "--variant", "oops"], "--variant takes NAME=PIPELINE"),
         (["--suite", "seed84", "--pipeline", "torch-to-cuda,no-such-pass"], "no-such-pass"),
         (["--suite", "seed84", "--compile-only"], "give it --cache DIR"),
+        (["--suite", "seed84", "--compile-only", "--cache", "c", "--jobs", "0"], "--jobs 0: give at least 1"),
         (["--suite", "seed84", "--cases", "zzz*", "--list"], "no case matches 'zzz*'"),
     ],
 )
@@ -93,8 +94,9 @@ def test_compile_only_writes_programs_that_parse_back_and_cubins(tmp_path):
     from irforge.parser import parse_module
 
     rc, out, err = bench(
-        "--suite", "seed84", "--cases", "softmax.TL.s32,silu_mul.TL.s32", "--compile-only", "--cache", str(tmp_path)
-    )
+        "--suite", "seed84", "--cases", "softmax.TL.s32,silu_mul.TL.s32", "--compile-only", "--cache", str(tmp_path),
+        "--jobs", "2",
+    )  # fmt: skip
     assert rc == 0, err
     assert "compiled 2 cases x 1 pipeline(s) for sm_90a" in out and "0 failed" in out
     entries = sorted((tmp_path / "programs").rglob("*.json"))

@@ -41,6 +41,8 @@ LEFT_OUT = [
     ("my-pass", "a placeholder pass"),
     ("drop-attrs", "a plugin (tests/test_plugins.py installs it)"),
     ("|", "a pipe into other tools"),
+    ("irforge tune", "needs a GPU or a tuning database (tests/test_tune.py runs --show, --export, --compile-only)"),
+    ("--tuned", "needs a GPU"),
 ]
 
 
@@ -101,6 +103,31 @@ _OUTSIDE = re.compile(r"(?<![\w.~-])/(work|home|root|opt|tmp|mnt|srv|var)/|\.\./
 def test_the_docs_speak_of_the_repository_alone(doc):
     text = doc.read_text(encoding="utf-8")
     assert not [m.group(0) for m in _OUTSIDE.finditer(text)]
-    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))  # links, not code
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", prose):
         path = (doc.parent / target).resolve()
         assert path.exists() and ROOT.resolve() in path.parents, f"{doc.name}: link to {target}"
+
+
+def ir_examples() -> list[tuple[str, str]]:
+    """The docs' whole programs: unlabelled blocks that start a function and elide nothing."""
+    out = []
+    for doc in DOCS:
+        for k, text in enumerate(re.findall(r"```\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)):
+            if text.startswith("func.func") and "..." not in text:
+                out.append((f"{doc.relative_to(ROOT)}#{k}", text))
+    return out
+
+
+@pytest.mark.parametrize(("where", "text"), ir_examples(), ids=[w for w, _ in ir_examples()])
+def test_the_docs_programs_parse_and_verify(where, text):
+    from irforge import parse_module
+
+    module = parse_module(text, where)
+    again = parse_module(str(module), where)
+    assert str(again) == str(module)
+
+
+def test_the_dialect_pages_have_whole_programs():
+    pages = {w.split("#")[0] for w, _ in ir_examples()}
+    assert {f"docs/dialects/{d}.md" for d in ("torch", "tensor", "loop", "tile")} <= pages, pages

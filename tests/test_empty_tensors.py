@@ -24,6 +24,14 @@ PROGRAMS = [
     "torch.randn(()).exp() * 2",
     "torch.randn(()).sum()",
     "torch.randn(()) + torch.randn(4)",
+    # ops along a dim take a 0-d tensor's dim 0 or -1 as its one element
+    "torch.randn(()).softmax(0)",
+    "torch.randn(()).log_softmax(-1)",
+    "torch.randn(()).max(0, keepdim=True).values * torch.randn(()).argmax(0)",
+    "torch.randn(()).min(-1).indices",
+    "torch.randn(()).gather(0, torch.zeros((), dtype=torch.long)) + torch.randn(()).flip(0)",
+    "torch.randn(()).index_select(0, torch.zeros(1, dtype=torch.long))",
+    "torch.randn(()).transpose(0, -1) * torch.randn(()).t()",
 ]
 
 

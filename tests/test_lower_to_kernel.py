@@ -240,18 +240,19 @@ def test_kernels_read_then_write_their_buffers():
 
 # ---- reductions split across blocks -------------------------------------------------------------------------------
 @pytest.mark.parametrize("via", ["partials", "atomics"])
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from([(1, 2), (2, 4), (3, 2)]), st.sampled_from(["", "relu", "exp"]))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([(1, 2, 1), (2, 4, 1), (3, 2, 1), (2, 2, 3)]), st.sampled_from(["", "relu", "exp"]))
 def test_split_reductions_materialize_via_partials_or_atomics(via, shape, epilogue):
-    """A row sum split over blocks, its epilogue affine or not: atomics take the affine ones (the check refuses the
-    others at the combine), partials take every one; the simulator gives the tile interpreter's answer."""
-    rows, splits = shape
+    """A row sum split over blocks (on a grid as wide or wider along y), its epilogue affine or not: atomics take
+    the affine ones (the check refuses the others at the combine), partials take every one; the simulator gives
+    the tile interpreter's answer."""
+    rows, splits, widen = shape
     tail = {"": "", "relu": "%z = scalar.const 0.0 : f32\n      %t = scalar.maximum %t0, %z : f32",
             "exp": "%t = scalar.exp %t0 : f32"}[epilogue]  # fmt: skip
     out = "%t" if epilogue else "%t0"
     text = f"""func.func @forward(%x: f32[{rows},64]) -> f32[{rows}] {{
   %y = tile.buffer f32[{rows}]
-  tile.kernel @k grid({rows}, {splits}) block(32) {{
+  tile.kernel @k grid({rows}, {splits * widen}) block(32) {{
     tile.for %a in 0..{rows} by blockIdx.x {{
       %p = tile.reduce %s in 0..{splits} by blockIdx.y add(0.0) -> f32 {{
         %q = tile.reduce %r in 0..{64 // splits} by threadIdx.x add(0.0) -> f32 {{

@@ -1,5 +1,5 @@
-"""Whole models on the CPU: tiny HF Llama and Qwen2 configs (2 layers, hidden 64, random weights) captured whole,
-split at their decoder layers and lowered to the loop level, against HF transformers itself: the prefill's logits,
+"""Whole models on the CPU: tiny HF Llama and Qwen2 configs (3 layers, hidden 64, random weights) captured, split at
+their decoder layers and lowered to the loop level, against HF transformers itself: the prefill's logits,
 the greedy tokens of a prefill and 8 decode steps, each step's logits; weights loaded back from safetensors and
 GGUF files the tests write."""
 
@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from irforge.models import compile_model  # noqa: E402
 from irforge.models.generate import Interpreted, greedy, hf_greedy, hf_model, hf_step_logits  # noqa: E402
-from irforge.models.weights import gguf_name, load_weights, random_weights, rotary_permute  # noqa: E402
+from irforge.models.weights import gguf_name, load_weights, rotary_permute  # noqa: E402
 from irforge.testing import compare  # noqa: E402
 
 # Larger than HF's 0.02: with tiny random weights attention is near uniform and position-blind, and a wrong
@@ -21,16 +21,19 @@ from irforge.testing import compare  # noqa: E402
 STD = 0.3
 
 
-def tiny(kind: str):
+def tiny(kind: str, layers: int = 3):
+    """Three layers: the third comes from the first two by induction (`program.repeat_layers`), so the checks
+    against HF cover it."""
     cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config}[kind]
     config = cls(
         vocab_size=128,
         hidden_size=64,
         intermediate_size=172,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=64,
+        initializer_range=STD,
     )
     config._attn_implementation = "sdpa"
     return config
@@ -40,21 +43,62 @@ def tiny(kind: str):
 def tiny_model(request):
     config = tiny(request.param)
     model = compile_model(config, batch=2, prompt_len=5, max_len=16, level="loop", cache=False, parallel=False)
-    params = load_weights(None, model.param_types, "f32", config)
-    params.update(random_weights({k: t for k, t in model.param_types.items() if "rotary" not in k}, "f32", 1, std=STD))
-    return config, model, params
+    return config, model, load_weights(None, model.param_types, "f32", config, seed=1)
 
 
 def test_identical_layers_share_a_segment(tiny_model):
     _, model, _ = tiny_model
     for step in model.steps.values():
         layers = [i for i in step.instances if i.scope.startswith("model.layers.")]
-        assert [i.scope for i in layers] == ["model.layers.0", "model.layers.1"]
+        assert [i.scope for i in layers] == ["model.layers.0", "model.layers.1", "model.layers.2"]
         assert {i.segment for i in layers} == {"layer"}
         assert set(step.segments) == {"prologue", "layer", "epilogue"}
         # one parameter set per layer: the segment's relative names bound to each layer's own weights
         assert layers[1].symbols["self_attn.q_proj.weight"] == "model.layers.1.self_attn.q_proj.weight"
+        assert layers[2].symbols["self_attn.q_proj.weight"] == "model.layers.2.self_attn.q_proj.weight"
         assert layers[0].symbols["k_cache"] == "model.layers.0.k_cache"
+        assert list(step.state) == [f"model.layers.{i}.{kv}" for i in range(3) for kv in ("k_cache", "v_cache")]
+        # each layer reads the one before it; the epilogue reads the last
+        assert set(layers[1].outputs) & set(layers[2].inputs)
+        assert set(layers[2].outputs) & set(step.instances[-1].inputs)
+
+
+def test_layers_by_induction_equal_the_whole_capture():
+    """Four layers captured as two and extended by induction give the step the whole capture gives: the same
+    segments, the same instances (reading and writing the same values, under other names), state and params."""
+    from irforge.hashing import structural_hash
+    from irforge.models import capture_step
+
+    config = tiny("llama", layers=4)
+    small, small_params = capture_step(config, "decode", "f32", 2, 1, 16)
+    whole, whole_params = capture_step(config, "decode", "f32", 2, 1, 16, whole=True)
+    assert small_params == whole_params and small.state == whole.state
+    assert list(small.state) == list(whole.state)
+    assert {n: structural_hash(s.func) for n, s in small.segments.items()} == {
+        n: structural_hash(s.func) for n, s in whole.segments.items()
+    }
+    names: dict[str, str] = {}  # small's value keys -> whole's, a bijection
+    for name, _ in small.inputs:
+        names[name] = name
+    assert len(small.instances) == len(whole.instances) == 6
+    for a, b in zip(small.instances, whole.instances):
+        assert (a.segment, a.scope, a.symbols) == (b.segment, b.scope, b.symbols)
+        assert [names[k] for k in a.inputs] == b.inputs
+        names.update(zip(a.outputs, b.outputs))
+    assert [names[k] for k in small.outputs] == whole.outputs
+    assert len(set(names.values())) == len(names)
+
+
+def test_layers_configured_differently_are_captured_whole():
+    from irforge.models import _layers_alike, _with_layers
+
+    config = tiny("qwen2", layers=4)
+    assert _layers_alike(config)
+    config.layer_types = ["full_attention"] * 3 + ["sliding_attention"]
+    assert not _layers_alike(config)
+    small = _with_layers(config, 2)
+    assert (small.num_hidden_layers, small.layer_types) == (2, ["full_attention"] * 2)
+    assert config.num_hidden_layers == 4 and len(config.layer_types) == 4
 
 
 def test_prefill_and_decode_match_hf(tiny_model):
@@ -149,7 +193,7 @@ def test_linked_cuda_program(tiny_model):
         per_segment = {n: sum(isinstance(op, C.LaunchOp) for op in s.module.walk()) for n, s in step.segments.items()}
         assert len(launches) == sum(per_segment[i.segment] for i in step.instances)
         state = {op.attributes["sym"].name for op in prog.body.ops if isinstance(op, C.StateOp)}
-        assert state == {f"model.layers.{i}.{kv}" for i in range(2) for kv in ("k_cache", "v_cache")}
+        assert state == {f"model.layers.{i}.{kv}" for i in range(3) for kv in ("k_cache", "v_cache")}
         params = [op.attributes["sym"].name for op in prog.body.ops if isinstance(op, C.ParamOp)]
         assert len(params) == len(set(params)) and set(params) <= set(model.param_types)
         assert "model.layers.1.self_attn.q_proj.weight" in params
@@ -195,10 +239,10 @@ def test_cli_compile_model_prints_each_segment_once(tmp_path, monkeypatch):
     assert main(["compile", *args], stdout=again, stderr=err_again) == 0  # from the compile cache
     assert "(cached)" in err_again.getvalue() and again.getvalue() == out.getvalue()
     text = out.getvalue()
-    assert text.count("// decode step, @layer: run 2 time(s), by model.layers.0, model.layers.1") == 1
+    assert text.count("// decode step, @layer: run 3 time(s), by model.layers.0 .. model.layers.2") == 1
     assert text.count("func.func @layer(") == 2  # once per step
     assert 'attributes {state = ["k_cache", "v_cache"]}' in text
-    assert "prefill: @prologue x1, @layer x2, @epilogue x1" in err.getvalue()
+    assert "prefill: @prologue x1, @layer x3, @epilogue x1" in err.getvalue()
 
 
 @pytest.mark.parametrize(
@@ -227,7 +271,10 @@ def test_generate_without_a_gpu_says_so():
 
     err = io.StringIO()
     assert main(["generate", "tinyllama-1.1b", "--ids", "1,2,3", "-n", "4"], stdout=io.StringIO(), stderr=err) == 1
-    assert err.getvalue() == "irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n"
+    assert err.getvalue() == (
+        "irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false); --interpret runs on the "
+        "CPU\n"
+    )
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])
@@ -256,3 +303,93 @@ def test_forward_without_cache_matches_hf(kind):
     assert {"torch.aten.cumsum", "torch.aten.index.Tensor"} <= ops
     (c,) = prog.check()
     assert c.ok, c
+
+
+def _write_tokenizer(directory, vocab: int) -> None:
+    """A word-level tokenizer.json over the words w0 .. w{vocab-1}, split at spaces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok.save(str(directory / "tokenizer.json"))
+
+
+def test_cli_generate_interpreted_matches_hf(tmp_path, monkeypatch):
+    """`irforge generate DIR --prompt ... --interpret`: the directory's tokenizer encodes the prompt and decodes the
+    tokens; the tokens are HF's greedy tokens with the same weights (the JSON holds both)."""
+    import io
+    import json
+
+    from irforge.tools.cli import main
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = _write_config(tmp_path)
+    _write_tokenizer(tmp_path, 128)
+    out, err = io.StringIO(), io.StringIO()
+    args = ["generate", model, "--prompt", "w5 w17 w99 w3", "-n", "6", "--batch", "2", "--interpret", "--seed", "3"]
+    assert main([*args, "--json", str(tmp_path / "g.json")], stdout=out, stderr=err) == 0, err.getvalue()
+    report = json.loads((tmp_path / "g.json").read_text())
+    assert report["prompt"] == [[5, 17, 99, 3]] * 2
+    assert report["match"] and report["tokens"] == report["hf_tokens"]
+    assert len({t for row in report["tokens"] for t in row}) > 2  # weights of std 0.3: tokens that depend on the prompt
+    lines = out.getvalue().splitlines()
+    row = report["tokens"][0]
+    assert lines[0] == ",".join(map(str, row)) + "\t" + repr(" ".join(f"w{t}" for t in row))
+    assert lines[2] == "HF eager's greedy tokens: identical (2 x 6 tokens)"
+    # independently: HF's generate on the weights the command loads
+    from irforge.models.configs import load_config
+
+    config = load_config(model)
+    compiled = compile_model(config, batch=2, prompt_len=4, max_len=10, level="loop", parallel=False)
+    params = load_weights(None, compiled.param_types, "f32", config, seed=3)
+    assert hf_greedy(hf_model(config, params), np.array(report["prompt"]), 6).tolist() == report["tokens"]
+
+
+def test_cli_generate_compiled_elsewhere(tmp_path, monkeypatch):
+    """`irforge compile MODEL --save FILE` then `irforge generate MODEL --compiled FILE`; a saved model that does
+    not fit the prompt, the flags or the model is refused."""
+    import io
+
+    from irforge.tools.cli import main
+
+    from irforge.models.cli import agreement
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = _write_config(tmp_path)
+    saved = str(tmp_path / "m.json")
+    compile_args = [model, "--ir", "loop", "--prompt-len", "3", "--max-len", "6", "--save", saved, "-o", "/dev/null"]
+    assert main(["compile", *compile_args], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    base = ["generate", model, "--compiled", saved, "--interpret", "--no-compare"]
+
+    def gen(*extra):
+        out, err = io.StringIO(), io.StringIO()
+        code = main([*base, *extra], stdout=out, stderr=err)
+        return code, out.getvalue(), err.getvalue().strip()
+
+    code, out, _ = gen("--ids", "1,2,3", "-n", "4")
+    assert code == 0 and len(out.split(",")) == 4
+    assert (
+        gen("--ids", "1,2", "-n", "4")[2]
+        == f"error: '{saved}' was compiled for a prompt of 3 token(s); this prompt has 2"
+    )
+    assert gen("--ids", "1,2,3", "-n", "5")[2] == (
+        f"error: '{saved}' was compiled with a cache of 6 tokens: too short for 5 new tokens"
+    )
+    assert gen("--ids", "1,2,3", "--dtype", "bf16")[2] == f"error: '{saved}' was compiled for --dtype f32, not bf16"
+    base[3] = str(tmp_path / "missing.json")
+    assert gen("--ids", "1,2,3")[2] == f"error: cannot read the compiled model '{base[3]}': No such file or directory"
+    base[3] = model + "/config.json"
+    assert gen("--ids", "1,2,3")[2] == (
+        f"error: '{base[3]}' is not a compiled model (irforge compile MODEL --save FILE writes one)"
+    )
+    base[3] = saved
+    (tmp_path / "other").mkdir()
+    other = _write_config(tmp_path / "other", hidden_size=32)
+    base[1] = other
+    assert gen("--ids", "1,2,3")[2] == (
+        f"error: '{saved}' was compiled for another model: its hidden_size is 64, {other}'s is 32"
+    )
+    assert agreement(np.array([[1, 2, 3], [4, 5, 6]]), np.array([[1, 2, 3], [4, 7, 6]])) == (
+        "DIFFERENT: sequence 1 from token 1 (irforge 5, HF 7)"
+    )

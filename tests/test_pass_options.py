@@ -3,6 +3,8 @@ pipelines."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -153,6 +155,16 @@ def test_bad_tune_override_is_an_error_at_the_op():
     assert msg in str(info.value)
     assert (info.value.loc.line, info.value.loc.col) == (1, 1)
     with pytest.raises(IRForgeError, match=r"expected int, got 3\.5"):
+        parse_module(text, "t.ir")
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [('"16"', 'got "16"'), ("[16]", "got [16]"), ("true", "got true"), ("16.0", "got 16.0")],
+)
+def test_a_tune_value_of_another_type_is_shown_as_written(value, got):
+    text = f"test.loop %i in 0..2 attributes {{tune = {{test-options = {{threads = {value}}}}}}} {{\n}}\n"
+    with pytest.raises(IRForgeError, match=re.escape(f"of pass 'test-options': expected int, {got}") + "$"):
         parse_module(text, "t.ir")
 
 

@@ -67,6 +67,10 @@ def test_the_scaffolded_pass_runs_in_irforge_compile(scaffolded):
     assert proc.returncode == 0, proc.stderr
     assert "pass fold-negations" in proc.stderr and "remark: [fold-negations] neg(neg(x)) folded to x" in proc.stderr
     assert "neg" not in proc.stdout and "tensor.elementwise exp %x : f32[4,8]" in proc.stdout
+    argv = [os.path.join(BIN, "irforge"), "compile", "-c", snippet, "--pass-pipeline", "torch-to-tensor,fold-negations"]
+    proc = subprocess.run([*argv, "--check"], env=env_with(site), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "neg" not in proc.stdout and "tensor.elementwise exp %x : f32[4,8]" in proc.stdout
 
 
 def test_new_plugin_refuses_bad_names(tmp_path):

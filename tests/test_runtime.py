@@ -48,6 +48,29 @@ def test_cache_hits_and_keys(tmp_path):
     assert not compile_cuda(GOOD, "k", arch="sm_90a", use_cache=False).cached
 
 
+def test_resource_usage_shares_the_executors_cache_entry():
+    """ptxas' report (what the tuner prunes with) comes with every compile, from a cache hit too: the CUBIN the
+    executor loads is the one whose counts were read. A kernel that needs more registers than allowed spills,
+    and the report says so."""
+    first = compile_cuda(GOOD, "k", arch="sm_90a")
+    assert nvrtc.resource_usage(GOOD, "k", arch="sm_90a") == nvrtc.parse_resource_usage(first.log)
+    assert compile_cuda(GOOD, "k", arch="sm_90a", options=["--ptxas-options=-v"]).key == first.key
+    r = nvrtc.resource_usage(GOOD, "k", arch="sm_90a")["k"]
+    assert 1 <= r.registers <= 32 and r.spill_stores == r.smem == 0
+    spilling = """\
+extern "C" __global__ void __launch_bounds__(1024, 2) s(float* x) {
+  __shared__ float t[64];
+  float a[96];
+  for (int i = 0; i < 96; ++i) a[i] = x[i * blockDim.x + threadIdx.x];
+  for (int j = 0; j < 8; ++j) for (int i = 0; i < 96; ++i) a[i] = a[i] * a[(i + j) % 96] + 1.0f;
+  t[threadIdx.x % 64] = a[0];
+  for (int i = 0; i < 96; ++i) x[i * blockDim.x + threadIdx.x] = a[i] + t[i % 64];
+}
+"""
+    r = nvrtc.resource_usage(spilling, "s", arch="sm_90a")["s"]
+    assert r.registers <= 32 and r.spills and r.smem == 256
+
+
 def test_compile_error_quotes_the_cuda_line_with_a_caret():
     with pytest.raises(CompileError) as e:
         compile_cuda(BAD, "k_bad", arch="sm_90a")

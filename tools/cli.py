@@ -42,6 +42,14 @@ def _source_arguments(p: argparse.ArgumentParser, file_help: str) -> None:
 
 def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="the tuning database whose schedules to replay (default: $IRFORGE_TUNE_DB, else "
+        "~/.cache/irforge/tune.sqlite, when it exists)",
+    )
+    p.add_argument("--untuned", action="store_true", help="the heuristics' schedules, whatever `irforge tune` found")
+    p.add_argument(
         "--pass-pipeline",
         default=None,
         metavar="PIPE",
@@ -91,6 +99,7 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch", type=int, default=1, help="sequences per batch (default: 1)")
     g.add_argument("--prompt-len", type=int, default=32, help="tokens of the prefill (default: 32)")
     g.add_argument("--max-len", type=int, default=None, help="tokens the KV cache holds (default: 2x the prompt)")
+    g.add_argument("--save", metavar="FILE", help="also write the compiled model (for irforge generate --compiled)")
 
 
 def _program(args):
@@ -123,7 +132,21 @@ def _lowering_options(args, level: str) -> dict:
         points[where] = found
     if args.pass_pipeline is not None and (points["after"] or points["before"]):
         raise error("--after and --before insert into the default lowering; --pass-pipeline replaces it: use one")
-    return {"ir": level, "pipeline": args.pass_pipeline, **points}
+    return {"ir": level, "pipeline": args.pass_pipeline, "tuning": _tuning(args), **points}
+
+
+def _tuning(args) -> str | None:
+    """The tuning database to replay: the one named, else the default one if `irforge tune` made it."""
+    from irforge.diagnostics import error
+    from irforge.tune.db import default_path
+
+    if args.untuned or args.pass_pipeline is not None:
+        return None
+    if args.db is not None:
+        if not os.path.exists(args.db):
+            raise error(f"--db {args.db}: no such tuning database")
+        return args.db
+    return "" if default_path().exists() else None
 
 
 def _hooks(args, err, timer) -> list:
@@ -151,7 +174,7 @@ def _is_model(args) -> bool:
 
 def _compile_model_run(args, out, err) -> int:
     from irforge.diagnostics import error
-    from irforge.models import compile_model, describe
+    from irforge.models import compile_model, describe, save_compiled
     from irforge.pass_manager import Timer
 
     if args.check or args.pass_pipeline is not None or args.after or args.before:
@@ -165,6 +188,8 @@ def _compile_model_run(args, out, err) -> int:
         level=args.ir or "tensor",
         instrumentations=_hooks(args, err, Timer()),
     )
+    if args.save:
+        save_compiled(model, args.save)
     text = describe(model, generic=args.generic, debuginfo=args.print_debuginfo)
     if args.output == "-":
         out.write(text)
@@ -173,6 +198,15 @@ def _compile_model_run(args, out, err) -> int:
             f.write(text)
     err.write(model.summary() + "\n")
     return 0
+
+
+_MODEL_FLAGS = [  # (flag, attribute, default) of the model group
+    ("--dtype", "dtype", "f32"),
+    ("--batch", "batch", 1),
+    ("--prompt-len", "prompt_len", 32),
+    ("--max-len", "max_len", None),
+    ("--save", "save", None),
+]
 
 
 def _compile_run(args, out, err) -> int:
@@ -184,6 +218,9 @@ def _compile_run(args, out, err) -> int:
 
     if _is_model(args):
         return _compile_model_run(args, out, err)
+    given = [f for f, v, d in _MODEL_FLAGS if getattr(args, v) != d]
+    if given:
+        raise error(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for compiling a MODEL, not a program")
     if args.ir is not None and args.pass_pipeline is not None:
         raise error("--ir stops the default lowering at a level; --pass-pipeline replaces it: use one")
     options = _lowering_options(args, args.ir or "tensor")
@@ -298,25 +335,54 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--prompt", help="the prompt, as text (needs the model directory's tokenizer.json)")
     src.add_argument("--ids", help="the prompt as token ids: 1,2,3")
     p.add_argument("-n", dest="tokens", type=int, default=32, help="tokens to generate per sequence (default: 32)")
-    p.add_argument("--batch", type=int, default=1, help="sequences, each the prompt (default: 1)")
-    p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    p.add_argument("--batch", type=int, default=None, help="sequences, each the prompt (default: 1)")
+    p.add_argument("--dtype", default=None, choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
     p.add_argument(
         "--weights",
         help="a safetensors directory or a .gguf file (default: the model directory's safetensors, else random)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of random weights (default: 0)")
-    p.add_argument("--no-compare", action="store_true", help="skip HF eager and torch.compile")
+    p.add_argument(
+        "--compiled",
+        metavar="FILE",
+        help="run the model `irforge compile MODEL --ir cuda --save FILE` wrote (compiled for this prompt's length)",
+    )
+    p.add_argument(
+        "--interpret",
+        action="store_true",
+        help="run the loop level on the CPU's reference interpreters instead of the GPU (slow: small models; "
+        "no timings)",
+    )
+    p.add_argument("--no-compare", action="store_true", help="skip HF: its greedy tokens and its timings")
+    p.add_argument("--no-torch-compile", action="store_true", help="time HF eager but not torch.compile")
+    p.add_argument("--json", metavar="FILE", help="also write the tokens, HF's, the timings and the limit as JSON")
 
 
 def _generate_run(args, out, err) -> int:
     from irforge.runtime import has_gpu
 
-    if not has_gpu():
-        err.write("irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false)\n")
+    if not args.interpret and not has_gpu():
+        err.write(
+            "irforge generate: no CUDA GPU is visible here (irforge.runtime.has_gpu() is false); "
+            "--interpret runs on the CPU\n"
+        )
         return 1
     from irforge.models.cli import generate
 
     return generate(args, out, err)
+
+
+# ---- tune ------------------------------------------------------------------------------------------------------
+def _tune_arguments(p: argparse.ArgumentParser) -> None:
+    from irforge.tune.command import add_arguments
+
+    add_arguments(p)
+
+
+def _tune_run(args, out, err) -> int:
+    from irforge.tune.command import run
+
+    return run(args, out, err)
 
 
 COMMANDS = {
@@ -334,7 +400,7 @@ COMMANDS = {
         ),
         Command(
             "generate",
-            "greedy decoding with a compiled model on the GPU, beside HF eager and torch.compile",
+            "greedy decoding with a compiled model on the GPU: HF's greedy tokens, and speed beside HF's",
             _generate_arguments,
             _generate_run,
         ),
@@ -343,6 +409,12 @@ COMMANDS = {
             "write a plugin with one pass, its lit test and its numeric test (they pass as written)",
             new_plugin.add_arguments,
             new_plugin.run,
+        ),
+        Command(
+            "tune",
+            "search each kernel's schedule (the tile passes' options) on the GPU; compile replays the winners",
+            _tune_arguments,
+            _tune_run,
         ),
     ]
 }

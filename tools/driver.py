@@ -18,7 +18,7 @@ import shlex
 import traceback
 from collections.abc import Callable
 
-SUCCESS, USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 0, 1, 2, 130
+USER_ERROR, INTERNAL_ERROR, INTERRUPTED = 1, 2, 130
 
 
 def guarded(prog: str, argv: list[str], command: Callable[[], int], stderr) -> int:

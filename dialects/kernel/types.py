@@ -6,6 +6,7 @@ per-thread array of registers, and scalar ops apply to it elementwise (the emitt
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -118,10 +119,7 @@ class SmemType(DialectType):
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:

@@ -37,14 +37,10 @@ from irforge.ir import Block, Operation, OpResult, Region
 from irforge.location import UNKNOWN
 from irforge.parser import OpAST, RegionAST, bind_index_values
 from irforge.scalar_ops import MONOIDS
-from irforge.types import ScalarType, TensorType, index
+from irforge.types import ScalarType, index
 
 from . import indexing
 from .indexing import kernel_of
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 # ---- program structure ----------------------------------------------------------------------------------------
@@ -122,25 +118,13 @@ class KernelOp(indexing.KernelBase):
         p.region(self.regions[0])
 
 
-class BufferOp(Operation):
+class BufferOp(indexing.BufferValueOp):
     """A buffer the program allocates: an intermediate, or an output when the function returns it."""
 
     name = "loop.buffer"
-    operand_names = ()
-    result_names = ("result",)
-    num_regions = 0
-
-    @staticmethod
-    def build(t: TensorType, hint: str | None = None, loc=UNKNOWN) -> BufferOp:
-        return BufferOp((), [t], {}, loc=loc, result_hints=[hint])
 
     def verify_(self):
-        from irforge.builtin import FuncOp
-
-        if not isinstance(self.parent_op, FuncOp):
-            raise self.error("must be directly inside a func.func")
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"holds a tensor, not {self.result.type}")
+        super().verify_()
         writers, readers = [], []
         for user in self.result.users:
             k = kernel_of(user)
@@ -162,38 +146,12 @@ class BufferOp(Operation):
                 if block.ops.index(k) < at:
                     raise load.error(f"reads a buffer before kernel '@{writers[0].sym_name}' writes it")
 
-    def print_custom(self, p):
-        if self.attributes:
-            return p.print_generic(self)
-        p.write("loop.buffer ", p.type(self.result.type))
 
-
-class ParamOp(Operation):
+class ParamOp(indexing.ParamValueOp):
     """A named, read-only buffer whose value lives in the program's param store (a weight): `@name` as at the
     tensor level."""
 
     name = "loop.param"
-    operand_names = ()
-    result_names = ("result",)
-    attribute_types = {"sym": SymbolRef}
-    num_regions = 0
-
-    @staticmethod
-    def build(sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN) -> ParamOp:
-        return ParamOp((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
-
-    def verify_(self):
-        from irforge.builtin import FuncOp
-
-        if not isinstance(self.parent_op, FuncOp):
-            raise self.error("must be directly inside a func.func")
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"holds a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"sym"}:
-            return p.print_generic(self)
-        p.write("loop.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
@@ -318,7 +276,7 @@ class ReduceOp(LoopOp):
             if why:
                 raise self.error(why)
             for v, t in zip(values, types):
-                if not _init_fits(v, t):
+                if not t.holds(v):
                     raise self.error(f"init {v!r} of '{name}' does not fit its {t} carrier")
             at += len(values)
         if at != len(self.results):
@@ -346,14 +304,6 @@ class ReduceOp(LoopOp):
         p.attr_dict(self.attributes, elide=("extent", "monoids", "init"), prefix=" attributes ")
         p.write(" ")
         p.region(self.regions[0], print_entry_args=False)
-
-
-def _init_fits(v, t: ScalarType) -> bool:
-    if t.name == "bool":
-        return isinstance(v, bool)
-    if t.is_float:
-        return isinstance(v, float)
-    return _is_int(v)
 
 
 class YieldOp(Operation):

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from irforge import index_expr as ix
+from irforge.attributes import SymbolRef
 from irforge.index_expr import AffineMap, IndexExpr
 from irforge.ir import Operation, Value
 from irforge.location import UNKNOWN
@@ -204,6 +205,51 @@ def loop_extents(op: Operation) -> dict:
 
 
 # ---- ops the loop and tile levels share --------------------------------------------------------------------------
+class FunctionBufferOp(Operation):
+    """Base of the buffers a function of kernels holds, directly in the `func.func`: `<dialect>.buffer T` (one the
+    program allocates) and `<dialect>.param @name : T` (a weight from the param store)."""
+
+    operand_names = ()
+    result_names = ("result",)
+    num_regions = 0
+
+    def verify_(self):
+        from irforge.builtin import FuncOp
+
+        if not isinstance(self.parent_op, FuncOp):
+            raise self.error("must be directly inside a func.func")
+        if not isinstance(self.result.type, TensorType):
+            raise self.error(f"holds a tensor, not {self.result.type}")
+
+
+class BufferValueOp(FunctionBufferOp):
+    """A buffer the program allocates: an intermediate, or an output when the function returns it."""
+
+    @classmethod
+    def build(cls, t: TensorType, hint: str | None = None, loc=UNKNOWN):
+        return cls((), [t], {}, loc=loc, result_hints=[hint])
+
+    def print_custom(self, p):
+        if self.attributes:
+            return p.print_generic(self)
+        p.write(self.name, " ", p.type(self.result.type))
+
+
+class ParamValueOp(FunctionBufferOp):
+    """A named, read-only buffer whose value lives in the program's param store (a weight)."""
+
+    attribute_types = {"sym": SymbolRef}
+
+    @classmethod
+    def build(cls, sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN):
+        return cls((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
+
+    def print_custom(self, p):
+        if set(self.attributes) != {"sym"}:
+            return p.print_generic(self)
+        p.write(self.name, " ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
+
+
 class SubscriptOp(Operation):
     """Base of the ops that address a buffer, `%buffer[e0, e1, ...]` (the buffer is operand 0): an `index` map over
     SSA index values. `kernel()` (the kernel around it) and `extents()` (its loops' ranges) are what the subscript's

@@ -57,13 +57,14 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
 
 
 def gather_index_bounds(func: Operation) -> dict:
-    """For buffers whose elements are used as subscripts (gathers): the extent they index, so random ones fit."""
+    """For buffers whose elements are used as subscripts (gathers): the extent they index, so random ones fit (the
+    tile interpreter draws its inputs by it too, so both levels see the same random inputs)."""
     bounds: dict = {}
     for op in func.walk():
-        if isinstance(op, CastOp) and op.result.type == index and isinstance(op.operand.owner, LoadOp):
+        if isinstance(op, CastOp) and op.result.type == index and isinstance(op.operand.owner, indexing.LoadValueOp):
             src = op.operand.owner.buffer
             for user in op.result.users:
-                if isinstance(user, (LoadOp, StoreOp)):
+                if isinstance(user, (indexing.LoadValueOp, indexing.StoreValueOp)):
                     for e, n in zip(user.index_exprs(), user.buffer.type.shape):
                         if op.result in indexing.used_values(e):
                             bounds[src] = min(bounds.get(src, n), n)

@@ -144,57 +144,16 @@ class KernelOp(indexing.KernelBase):
         p.region(self.regions[0])
 
 
-class BufferOp(Operation):
+class BufferOp(indexing.BufferValueOp):
     """A buffer the program allocates: an intermediate, or an output when the function returns it."""
 
     name = "tile.buffer"
-    operand_names = ()
-    result_names = ("result",)
-    num_regions = 0
-
-    @staticmethod
-    def build(t: TensorType, hint: str | None = None, loc=UNKNOWN) -> BufferOp:
-        return BufferOp((), [t], {}, loc=loc, result_hints=[hint])
-
-    def verify_(self):
-        from irforge.builtin import FuncOp
-
-        if not isinstance(self.parent_op, FuncOp):
-            raise self.error("must be directly inside a func.func")
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"holds a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        if self.attributes:
-            return p.print_generic(self)
-        p.write("tile.buffer ", p.type(self.result.type))
 
 
-class ParamOp(Operation):
+class ParamOp(indexing.ParamValueOp):
     """A named, read-only buffer whose value lives in the program's param store (a weight)."""
 
     name = "tile.param"
-    operand_names = ()
-    result_names = ("result",)
-    attribute_types = {"sym": SymbolRef}
-    num_regions = 0
-
-    @staticmethod
-    def build(sym: str, t: TensorType, hint: str | None = None, loc=UNKNOWN) -> ParamOp:
-        return ParamOp((), [t], {"sym": SymbolRef(sym)}, loc=loc, result_hints=[hint])
-
-    def verify_(self):
-        from irforge.builtin import FuncOp
-
-        if not isinstance(self.parent_op, FuncOp):
-            raise self.error("must be directly inside a func.func")
-        if not isinstance(self.result.type, TensorType):
-            raise self.error(f"holds a tensor, not {self.result.type}")
-
-    def print_custom(self, p):
-        if set(self.attributes) != {"sym"}:
-            return p.print_generic(self)
-        p.write("tile.param ", str(self.attributes["sym"]), " : ", p.type(self.result.type))
 
 
 # ---- loops -----------------------------------------------------------------------------------------------------
@@ -427,7 +386,7 @@ class ReduceOp(LoopOp):
         at = 0
         for name, values in zip(monoids, init):
             for v, r in zip(values, self.results[at : at + len(values)]):
-                if not _init_fits(v, r.type):
+                if not r.type.holds(v):
                     raise self.error(f"init {v!r} of '{name}' does not fit its {r.type} carrier")
             at += len(values)
         term = self.body.ops[-1] if self.body.ops else None
@@ -497,14 +456,6 @@ def _verify_carriers(op, monoids, widths, types) -> None:
         at += width
     if at != len(types):
         raise op.error(f"has {len(types)} carrier value(s) but its monoids take {at}")
-
-
-def _init_fits(v, t: ScalarType) -> bool:
-    if t.name == "bool":
-        return isinstance(v, bool)
-    if t.is_float:
-        return isinstance(v, float)
-    return _is_int(v)
 
 
 class YieldOp(Operation):

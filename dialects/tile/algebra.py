@@ -18,7 +18,7 @@ from irforge.dialects.scalar import CastOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
+from . import BLOCK_AXES, CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
 from .vectors import expand
 
 
@@ -125,13 +125,16 @@ def contractions_in(op: Operation) -> list[Contraction]:
 _AFFINE_OPS = {"add", "sub", "mul", "div", "neg"}
 
 
-def affine_stores(op: CombineOp) -> str | None:
-    """Why the values stored from a combine's results are not affine functions of them that atomics can add up
-    across blocks (None when they are): `add` carriers of f32 or f64, every use on the way to a store an add, sub,
-    mul or div by a value independent of them, a neg, or a cast to the same type."""
-    why = f"combines over {op.over[0]} a carrier whose stores are not an affine function of it"
+def affine_stores(op: CombineOp | ReduceOp) -> str | None:
+    """Why the values stored from a combine's (or a reduction's, before a split makes it one over blocks) results
+    are not affine functions of them that atomics can add up across blocks (None when they are): `add` carriers of
+    f32 or f64, every use on the way to a store an add, sub, mul or div by a value independent of them, a neg, or a
+    cast to the same type."""
+    over_blocks = isinstance(op, CombineOp) and op.over[0] in BLOCK_AXES
+    what = f"combines over {op.over[0]}" if over_blocks else "a split over blocks combines"
+    why = f"{what} a carrier whose stores are not an affine function of it"
     if any(m.name != "add" for m, _, _ in op.carriers) or any(r.type.name not in ("f32", "f64") for r in op.results):
-        return f"combines over {op.over[0]} with atomics, which need add carriers of f32 or f64"
+        return f"{what} with atomics, which need add carriers of f32 or f64"
     todo, seen = list(op.results), set()
     while todo:
         v = todo.pop()

@@ -27,9 +27,8 @@ from irforge.diagnostics import error
 from irforge.interpreter import bind_inputs, entry_function, param_value
 from irforge.ir import Operation, Value
 from irforge.scalar_ops import evaluate, numpy_dtype, quantize
-from irforge.types import index
 
-from ..loop.indexing import used_values
+from ..loop.interpreter import gather_index_bounds
 from ..scalar import CastOp, ConstOp, ScalarMathOp
 from . import (
     AXES,
@@ -397,21 +396,6 @@ def _collective(loop: LoopOp) -> bool:
     """Whether the loop's body holds ops its threads must reach together (combines, stages): it then runs trip by
     trip; any other loop runs all its iterations at once, as an array axis."""
     return any(isinstance(x, (CombineOp, StageOp)) for x in loop.walk())
-
-
-def gather_index_bounds(func: Operation) -> dict:
-    """For buffers whose elements are used as subscripts (gathers): the extent they index, so random ones fit (as
-    the loop interpreter draws them, so both levels see the same random inputs)."""
-    bounds: dict = {}
-    for op in func.walk():
-        if isinstance(op, CastOp) and op.result.type == index and isinstance(op.operand.owner, LoadOp):
-            src = op.operand.owner.buffer
-            for user in op.result.users:
-                if isinstance(user, (LoadOp, StoreOp)):
-                    for e, n in zip(user.index_exprs(), user.buffer.type.shape):
-                        if op.result in used_values(e):
-                            bounds[src] = min(bounds.get(src, n), n)
-    return bounds
 
 
 def _lanes(loop: LoopOp) -> list[np.ndarray]:

@@ -94,7 +94,7 @@ def index_bounds(func: Operation) -> dict:
         idx, table = args[i_idx], args[i_table]
         d = dim if dim is not None else args[1]
         if hasattr(table, "type") and isinstance(d, int):
-            bound(idx, table.type.shape[d])
+            bound(idx, (table.type.shape or (1,))[d])  # a 0-d table: one element along dim 0 (or -1)
     return bounds
 
 

@@ -5,6 +5,7 @@
     irforge bench --suite llm --cache DIR --systems eager,irforge -o OUT # on the GPU: OUT/llm.{json,md,png}
     irforge bench --merge OUT1/llm.json OUT2/llm.json -o OUT             # one report from runs split by --cases
     irforge bench --compare before/llm.json after/llm.json               # what a change did, case by case
+    irforge bench --suite seed84 --tuned --db tune.sqlite -o OUT          # + irforge-tuned: `irforge tune`'s winners
 
 Nothing heavy is imported here at module level: `irforge --help` stays instant.
 """
@@ -12,6 +13,9 @@ Nothing heavy is imported here at module level: `irforge --help` stays instant.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import functools
 import time
 from pathlib import Path
 
@@ -37,6 +41,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME=PIPELINE",
         help="also time irforge lowered by PIPELINE, as system NAME (repeatable; schedule sweeps)",
     )
+    p.add_argument(
+        "--tuned",
+        action="store_true",
+        help="also time irforge with the tuned schedules (`irforge tune`'s winners, replayed) as system irforge-tuned",
+    )
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="with --tuned: the tuning database (default: $IRFORGE_TUNE_DB, else ~/.cache/irforge/tune.sqlite; made "
+        "from the committed winners when missing)",
+    )
     p.add_argument("--reps", type=int, default=100, help="timed runs per system (median; default 100)")
     p.add_argument("--min-reps", type=int, default=3, help="runs a slow system gets at least (default 3)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up calls per system at most (default 10)")
@@ -54,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", metavar="DIR", help="compiled programs and CUBINs (written by --compile-only)")
     p.add_argument("--compile-only", action="store_true", help="compile into --cache and stop (no GPU needed)")
     p.add_argument("--arch", default="sm_90a", help="the GPU arch --compile-only compiles for (default sm_90a)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="--compile-only: cases compiled at once")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--list", action="store_true", help="print the suite's cases and stop (no GPU needed)")
     mode.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="the per-case change from A to B")
@@ -112,6 +129,8 @@ def _systems(args) -> dict[str, str | None]:
     systems: dict[str, str | None] = {n: None for n in ("eager", "torch.compile") if n in chosen}
     if "irforge" in chosen:
         systems["irforge"] = args.pipeline
+    if args.tuned:
+        systems["irforge-tuned"] = _tuned_pipeline(args)
     for v in args.variant:
         name, sep, pipeline = v.partition("=")
         if not sep or not name or not pipeline:
@@ -122,6 +141,24 @@ def _systems(args) -> dict[str, str | None]:
     for pipeline in {p for p in systems.values() if p}:
         _check_pipeline(pipeline)
     return systems
+
+
+def _tuned_pipeline(args) -> str:
+    """The default lowering replaying the winners of the tuning database (seeded from the committed winners when
+    it does not exist yet), as pipeline text."""
+    from irforge.compiler import lowering
+    from irforge.diagnostics import error
+    from irforge.pipeline import schedule_text
+    from irforge.tune.db import TuneDB
+
+    from . import DEFAULT_PIPELINE
+
+    if args.pipeline != DEFAULT_PIPELINE:
+        raise error("--tuned replays tuned schedules into the default lowering: leave --pipeline out")
+    db = TuneDB(args.db)
+    path = str(db.path.resolve())
+    db.close()
+    return schedule_text(lowering("cuda", tuning=path))
 
 
 def _check_pipeline(pipeline: str) -> None:
@@ -144,39 +181,32 @@ def _list(cases, out) -> None:
 
 # ---- compile only ----------------------------------------------------------------------------------------------
 def _compile_only(args, cases, systems, out, err) -> int:
-    from dataclasses import replace
-
     from irforge.diagnostics import error
-    from irforge.target import target, use_target
 
-    from .compile_cache import CompileCache, compile_case
+    from .compile_cache import CompileCache
 
     if not args.cache:
         raise error("--compile-only writes into a cache: give it --cache DIR")
     pipelines = {n: p for n, p in systems.items() if p}
     if not pipelines:
         raise error("--compile-only compiles irforge's programs: keep irforge (or a --variant) in --systems")
+    if args.jobs < 1:
+        raise error(f"--jobs {args.jobs}: give at least 1")
     cache = CompileCache(args.cache)
     cache.use_for_cubins()
     progress = Progress(len(cases), err, verb="compiling")
     t0 = time.perf_counter()
     failed = []
-    with use_target(replace(target(), arch=args.arch)):
-        for i, case in enumerate(cases):
+    work = functools.partial(
+        _compile_and_store, suite_name=args.suite, pipelines=pipelines, cache_dir=args.cache, arch=args.arch
+    )
+    # Cases are independent and the cache's files are written by rename, so processes may share it.
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+        done = pool.map(work, [c.id for c in cases]) if pool else map(work, [c.id for c in cases])
+        for i, (case, (line, case_failed)) in enumerate(zip(cases, done)):
             progress.start(i, case)
-            results = []
-            for name, pipeline in pipelines.items():
-                if case.missing():
-                    results.append(f"{name}: {case.missing()}")
-                    continue
-                c = compile_case(case, pipeline, args.arch)
-                cache.store(case, pipeline, args.arch, c)
-                results.append(
-                    f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)"
-                )
-                if c.error:
-                    failed.append(f"{case.id} ({name}): {c.error}")
-            progress.done_line(case.id + ": " + "; ".join(results))
+            failed += case_failed
+            progress.done_line(line)
     progress.close()
     size = sum(p.stat().st_size for p in Path(args.cache).rglob("*") if p.is_file())
     out.write(
@@ -186,6 +216,34 @@ def _compile_only(args, cases, systems, out, err) -> int:
     for f in failed:
         out.write(f"  failed: {f}\n")
     return 0
+
+
+def _compile_and_store(case_id: str, suite_name: str, pipelines: dict, cache_dir: str, arch: str):
+    """Compile one case (by id: a case's function need not pickle) with every pipeline into the cache: its
+    progress line and its failures."""
+    from dataclasses import replace
+
+    from irforge.target import target, use_target
+
+    from .case import suite
+    from .compile_cache import CompileCache, compile_case
+
+    case = next(c for c in suite(suite_name) if c.id == case_id)
+
+    cache = CompileCache(cache_dir)
+    cache.use_for_cubins()
+    results, failed = [], []
+    with use_target(replace(target(), arch=arch)):
+        for name, pipeline in pipelines.items():
+            if case.missing():
+                results.append(f"{name}: {case.missing()}")
+                continue
+            c = compile_case(case, pipeline, arch)
+            cache.store(case, pipeline, arch, c)
+            results.append(f"{name}: {'error: ' + c.error if c.error else f'{c.kernels} kernels'} ({c.seconds:.1f} s)")
+            if c.error:
+                failed.append(f"{case.id} ({name}): {c.error}")
+    return case.id + ": " + "; ".join(results), failed
 
 
 # ---- a run -----------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ constants the program reads (weights are not stored: the GPU run makes them from
 the runtime's content-addressed NVRTC cache pointed at DIR, the CUBINs. A case that fails to compile is stored as
 failed, with its error. `irforge bench --cache DIR` on the GPU then loads each matching entry instead of compiling
 (a failed one is an error row at once). An entry matches when its key does: the case id, its inputs' names,
-shapes and dtypes, the pipeline, the target arch and a hash of the compiler's source tree.
+shapes and dtypes, the pipeline, the target arch, a hash of the compiler's source tree and, for a pipeline that
+replays tuned schedules (`apply-tuning`), a digest of the winners it reads.
 
     DIR/programs/<case id>/<pipeline digest>.json    key, status, error, compile seconds
     DIR/programs/<case id>/<pipeline digest>.ir      the cuda-level program
@@ -109,12 +110,15 @@ class CompileCache:
 
     @staticmethod
     def key(case: Case, pipeline: str, arch: str) -> dict:
+        from irforge.tune.db import pipeline_tuning
+
         return {
             "case": case.id,
             "inputs": [[i.name, list(i.shape), DTYPE_NAMES[i.dtype]] for i in case.inputs],
             "pipeline": pipeline,
             "arch": arch,
             "source": source_hash(),
+            "tuning": pipeline_tuning(pipeline),  # the winners a tuned pipeline replays
         }
 
     def _base(self, case: Case, pipeline: str) -> Path:

@@ -269,7 +269,7 @@ def run_case(case: Case, systems: list[System], timer: Timer, s: Settings, log=l
         fns[sys_.name] = lambda fn=fn: fn(*inputs)
     del ref
     try:
-        times = _time(fns, timer, s)
+        times = time_calls(fns, timer, s)
     except Exception as e:
         if not device_alive(s.device):
             raise ContextLost(f"{case.id}: timing: {first_line(e)}") from e
@@ -286,7 +286,7 @@ def run_case(case: Case, systems: list[System], timer: Timer, s: Settings, log=l
     return row
 
 
-def _time(fns: dict, timer: Timer, s: Settings) -> dict[str, list[float]]:
+def time_calls(fns: dict, timer: Timer, s: Settings) -> dict[str, list[float]]:
     """Warm up (at most `warmup` calls or a tenth of the budget per system), time one call of each to plan the
     runs, then the interleaved runs."""
     cost = {}

@@ -16,10 +16,11 @@ lowered once. Compiled models are cached on disk (`$IRFORGE_CACHE_DIR/models`).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 
-from .program import ModelStep, code_version, lower, run, split_layers
+from .program import ModelStep, code_version, lower, repeat_layers, run, split_layers
 
 
 @dataclass
@@ -34,7 +35,9 @@ class CompiledModel:
     max_len: int
     steps: dict[str, ModelStep]
     param_types: dict[str, object]  # every param the steps read, by the model's name
-    seconds: dict[str, float] = field(default_factory=dict)  # "wall" and each step's capture / lower / nvrtc
+    # "wall", "cpu" (all processes and threads: what a busy machine does not inflate), each step's capture / lower /
+    # nvrtc (wall)
+    seconds: dict[str, float] = field(default_factory=dict)
     cached: bool = False  # read from the compile cache
 
     @property
@@ -47,10 +50,11 @@ class CompiledModel:
         for name, step in self.steps.items():
             counts = ", ".join(f"@{s} x{len(step.users(s))}" for s in step.segments)
             parts.append(f"{name}: {counts}")
-        t = self.seconds["wall"]
+        t, cpu = self.seconds["wall"], self.seconds.get("cpu")
+        took = f"{t:.1f} s" + (f" ({cpu:.1f} s of CPU)" if cpu is not None else "")
         return (
             f"{self.spec} ({self.dtype}, batch {self.batch}, prompt {self.prompt_len}, cache {self.max_len}) at the "
-            f"{self.level} level in {t:.1f} s{' (cached)' if self.cached else ''}; " + "; ".join(parts)
+            f"{self.level} level in {took}{' (cached)' if self.cached else ''}; " + "; ".join(parts)
         )
 
 
@@ -80,9 +84,43 @@ def _ranges(scopes: list[str]) -> str:
     return ", ".join(scopes)
 
 
-def capture_step(config, name: str, dtype: str, batch: int, seq: int, max_len: int) -> tuple[ModelStep, dict]:
+def capture_step(
+    config, name: str, dtype: str, batch: int, seq: int, max_len: int, whole: bool = False
+) -> tuple[ModelStep, dict]:
     """One step (`seq` tokens per sequence at a time) of the model, captured on the meta device and split at its
-    decoder layers; returns it (at the torch level) and the types of the params it reads."""
+    decoder layers; returns it (at the torch level) and the types of the params it reads.
+
+    Unless `whole`, a model whose layers are configured alike is captured with two layers and extended to all of
+    them by induction (`program.repeat_layers`): export's time grows with the layers, and they are one segment."""
+    n = config.num_hidden_layers
+    if not whole and n > 2 and _layers_alike(config):
+        step, params = _capture_split(_with_layers(config, 2), name, dtype, batch, seq, max_len)
+        if repeat_layers(step, "model.layers.", n, params):
+            return step, params
+    return _capture_split(config, name, dtype, batch, seq, max_len)
+
+
+def _layers_alike(config) -> bool:
+    """No per-layer setting (a list with an entry per layer, as Qwen2's `layer_types`) differs between layers."""
+    n = config.num_hidden_layers
+    lists = [v for v in config.to_dict().values() if isinstance(v, list) and len(v) == n]
+    return all(all(x == v[0] for x in v) for v in lists)
+
+
+def _with_layers(config, k: int):
+    """A copy of `config` with `k` decoder layers (its per-layer lists cut to `k` entries)."""
+    import copy
+
+    small = copy.deepcopy(config)
+    n = config.num_hidden_layers
+    for key, v in config.to_dict().items():
+        if isinstance(v, list) and len(v) == n:
+            setattr(small, key, v[:k])
+    small.num_hidden_layers = k
+    return small
+
+
+def _capture_split(config, name, dtype, batch, seq, max_len) -> tuple[ModelStep, dict]:
     import torch
 
     from irforge.dialects.torch.capture import capture
@@ -148,7 +186,7 @@ def compile_model(
     spec_name = spec if isinstance(spec, str) else type(config).__name__
     jobs = [(config, name, dtype, batch, seq, max_len, level) for name, seq in (("prefill", prompt_len), ("decode", 1))]
     path = cache_dir().parent / "models" / f"{_cache_key(jobs)}.json" if cache else None
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu_seconds()
     if path is not None and path.exists():
         done = json.loads(path.read_text())
         cached = True
@@ -169,7 +207,16 @@ def compile_model(
     if cached:
         seconds = {}
     seconds["wall"] = time.perf_counter() - t
+    seconds["cpu"] = _cpu_seconds() - cpu
     return CompiledModel(spec_name, config, dtype, batch, prompt_len, max_len, steps, params, seconds, cached)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the compile workers), all threads."""
+    import resource
+
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
 def save_compiled(model: CompiledModel, path: str) -> None:
@@ -189,8 +236,17 @@ def save_compiled(model: CompiledModel, path: str) -> None:
 def load_compiled(path: str) -> CompiledModel:
     from transformers import AutoConfig
 
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    from irforge.diagnostics import error
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise error(f"cannot read the compiled model '{path}': {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise error(f"'{path}' is not a compiled model: {e.msg} (line {e.lineno})") from None
+    if not isinstance(data, dict) or not {"config", "sizes", "steps", "params"} <= set(data):
+        raise error(f"'{path}' is not a compiled model (irforge compile MODEL --save FILE writes one)")
     fields = dict(data["config"])
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
     config._attn_implementation = "sdpa"
@@ -241,15 +297,19 @@ def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentati
 
 
 def _nvrtc(step: ModelStep) -> None:
-    """Compile every kernel of the step to a cubin for the default target (into the runtime's cache)."""
+    """Compile every kernel of the step to a cubin for the default target (into the runtime's cache), on a thread
+    per core (NVRTC releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from irforge.dialects.cuda import ops as C
     from irforge.runtime.nvrtc import compile_cuda, default_arch
 
     arch = default_arch()
-    for seg in step.segments.values():
-        for op in seg.module.body.ops:
-            if isinstance(op, C.CudaKernelOp):
-                compile_cuda(op.attributes["source"], op.attributes["sym_name"], arch=arch)
+    kernels = [op for seg in step.segments.values() for op in seg.module.body.ops if isinstance(op, C.CudaKernelOp)]
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        done = [pool.submit(compile_cuda, k.attributes["source"], k.attributes["sym_name"], arch=arch) for k in kernels]
+        for f in done:
+            f.result()
 
 
 def _cache_key(jobs) -> str:

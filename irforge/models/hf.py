@@ -6,7 +6,8 @@ logits_to_keep=1)` with HF's `StaticCache`, whose per-layer key and value tensor
 decoder layers (`model.layers.{i}.k_cache`, `.v_cache`), so that torch.export sees the cache update
 (`index_copy_`) as a mutation of those buffers: the captured program's state. Everything else, masks and positions
 included, is HF's code as it ships; the wrapper only sets the cache's write position from the `cache_position`
-input, as HF's own export recipe (`TorchExportableModuleWithStaticCache`) does.
+input, as HF's own export recipe (`TorchExportableModuleWithStaticCache`) does, each layer's copy of it made as the
+layer starts (a forward pre-hook), so that every layer is the same function of the values before it.
 """
 
 from __future__ import annotations
@@ -56,12 +57,23 @@ class CausalLMStep(nn.Module):
         for layer, decoder in zip(self.cache.layers, lm.model.layers):
             decoder.register_buffer("k_cache", layer.keys, persistent=False)
             decoder.register_buffer("v_cache", layer.values, persistent=False)
+            decoder.register_forward_pre_hook(self._at_start(layer))
+
+    def _at_start(self, layer):
+        """A hook giving the layer its own copy of the write position when the layer starts (its cache update
+        advances it in place), so that the copy is the layer's op, not one op per layer before the first."""
+
+        def hook(module, args):
+            layer.cumulative_length = self._start.clone()
+
+        return hook
 
     def forward(self, input_ids, cache_position):
+        self._start = cache_position[0]
         for layer, decoder in zip(self.cache.layers, self.lm.model.layers):
             # through the module, so that export sees its buffers (HF's StaticLayer holds plain tensors)
             layer.keys, layer.values = decoder.k_cache, decoder.v_cache
-            layer.cumulative_length = cache_position[0].clone()
+            layer.cumulative_length = self._start  # what the mask construction reads before the layers
         out = self.lm(input_ids=input_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
         return out.logits
 

@@ -185,6 +185,48 @@ def _read_outside(v: Value, inside: set, ret: ReturnOp) -> bool:
     return any(u is not ret and id(u) not in inside for u in v.users)
 
 
+def repeat_layers(step: ModelStep, layers: str, n: int, types: dict) -> bool:
+    """Extend a step captured with two decoder layers to `n` by induction: when layer 1 runs layer 0's segment on
+    layer 0's results and on the values layer 0 reads too (the mask, the rotary tables), layer k runs it on layer
+    k-1's results alike. Adds the new layers' instances, state and param types (`types`, by the model's names,
+    updated); the instances after the layers read the last layer's results. False (the step unchanged) when layer
+    1 is no such step of layer 0."""
+    at = [i for i, inst in enumerate(step.instances) if inst.scope.startswith(layers)]
+    if len(at) != 2 or at[1] != at[0] + 1:
+        return False
+    first, second = step.instances[at[0]], step.instances[at[1]]
+    carried = {p: first.outputs.index(k) for p, k in enumerate(second.inputs) if k in first.outputs}
+    invariant = all(p in carried or k == first.inputs[p] for p, k in enumerate(second.inputs))
+    read_later = {k for inst in step.instances[at[1] + 1 :] for k in inst.inputs} | set(step.outputs)
+    if first.segment != second.segment or not invariant or read_later & set(first.outputs):
+        return False
+    old_prefix = second.scope + "."
+    prev, added = second, []
+    for k in range(2, n):
+        scope = f"{layers}{k}"
+        rename = lambda full: scope + "." + full[len(old_prefix) :] if full.startswith(old_prefix) else full
+        inst = Instance(
+            second.segment,
+            scope,
+            [prev.outputs[carried[p]] if p in carried else key for p, key in enumerate(second.inputs)],
+            [f"{key}@{scope}" for key in second.outputs],
+            {short: rename(full) for short, full in second.symbols.items()},
+        )
+        for full in second.symbols.values():
+            if full in step.state:
+                step.state[rename(full)] = step.state[full]
+            if full in types:
+                types[rename(full)] = types[full]
+        added.append(inst)
+        prev = inst
+    last = dict(zip(second.outputs, prev.outputs))
+    for inst in step.instances[at[1] + 1 :]:
+        inst.inputs = [last.get(k, k) for k in inst.inputs]
+    step.outputs = [last.get(k, k) for k in step.outputs]
+    step.instances[at[1] + 1 : at[1] + 1] = added
+    return True
+
+
 # ---- lowering --------------------------------------------------------------------------------------------------
 def lower(step: ModelStep, level: str, instrumentations=()) -> None:
     """Lower every distinct segment to `level` with the default lowering, its kernels named after the segment

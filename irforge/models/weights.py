@@ -1,7 +1,8 @@
 """A model's weights, by the HF names its params carry (`model.layers.0.self_attn.q_proj.weight`):
 
-- random (seeded): every tensor from its own generator (the seed and the name), HF's init (normal, std 0.02;
-  norm weights around 1), made on the device it is asked for, so a 7B model never passes through host memory;
+- random (seeded): every tensor from its own generator (the seed and the name), HF's init (normal with the
+  config's `initializer_range` as std, 0.02 for the built-ins; norm weights around 1), made on the device it is
+  asked for, so a 7B model never passes through host memory;
 - a safetensors directory (`*.safetensors`, HF's layout);
 - a GGUF file (llama.cpp's layout and names), dequantized by the `gguf` package, q and k projections of Llama
   models un-permuted back to HF's rotary layout (llama.cpp permutes them when it converts).
@@ -138,7 +139,7 @@ def load_weights(source: str | None, types: dict, dtype: str, config, seed: int 
     buffers = {k: v for k, v in computed_buffers(config).items() if k in types}
     weights = {k: t for k, t in types.items() if k not in buffers}
     if source is None:
-        out = random_weights(weights, dtype, seed, device)
+        out = random_weights(weights, dtype, seed, device, std=config.initializer_range)
     elif source.endswith(".gguf"):
         out = gguf_weights(source, weights, dtype, config)
     elif os.path.isdir(source):

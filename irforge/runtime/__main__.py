@@ -46,7 +46,7 @@ def _run(args, stdout) -> int:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     for name, source in units:
-        cubin = compile_cuda(source, name, arch=args.arch, options=["--ptxas-options=-v"])
+        cubin = compile_cuda(source, name, arch=args.arch)
         report = "; ".join(
             f"Used {r.registers} registers, {r.smem} bytes smem; stack {r.stack_frame} B, "
             f"spills {r.spill_stores}/{r.spill_loads} B"

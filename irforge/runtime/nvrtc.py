@@ -105,7 +105,7 @@ class Cubin:
     name: str  # the translation unit's name (the kernel's), for messages
     arch: str
     image: bytes
-    log: str  # NVRTC's log: warnings, and ptxas' report when asked for (`--ptxas-options=-v`)
+    log: str  # NVRTC's log: warnings, and ptxas' report
     key: str  # the cache key
     cached: bool  # came from the disk cache
 
@@ -116,7 +116,10 @@ def cache_dir() -> Path:
 
 
 def _options(arch: str, extra) -> list[str]:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", *extra]
+    # ptxas' report costs nothing and is cached with the CUBIN: every compile asks for it, so the tuner's counts
+    # and the executor's launch share one cache entry
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"]
+    opts += [o for o in extra if o not in opts]
     opts += [f"--include-path={d}" for d in include_dirs()]
     return opts
 
@@ -190,9 +193,9 @@ def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
 
 
 def resource_usage(source: str, name: str = "kernel", *, arch: str | None = None, options=(), headers=None):
-    """ptxas' resource usage of each entry function of `source` ({name: ResourceUsage}), from a (cached) compile
-    with `--ptxas-options=-v`: NVRTC prints it, no GPU needed."""
-    cubin = compile_cuda(source, name, arch=arch, options=[*options, "--ptxas-options=-v"], headers=headers)
+    """ptxas' resource usage of each entry function of `source` ({name: ResourceUsage}), from a (cached) compile:
+    NVRTC prints it, no GPU needed."""
+    cubin = compile_cuda(source, name, arch=arch, options=options, headers=headers)
     return parse_resource_usage(cubin.log)
 
 

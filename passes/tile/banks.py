@@ -61,8 +61,7 @@ def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]
     a = np.atleast_2d(np.asarray(addrs, dtype=np.int64))
     act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool), a.shape)
     if a.shape[1] < warp:  # a partial warp: the missing threads ask nothing
-        pad = ((0, 0), (0, warp - a.shape[1]))
-        a, act = np.pad(a, pad), np.pad(act, pad)
+        a, act = _widen(a, warp), _widen(act, warp)
     n = a.shape[0]
     per_phase = warp if nbytes <= word else warp * word // nbytes
     phases = warp // per_phase
@@ -168,17 +167,23 @@ def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
     threads, active, samples, trips = _thread_layout(kernel, stage, load)
     combos = list(itertools.product(samples, range(stage.ring)))
     combos = combos[:: -(-len(combos) // MAX_SAMPLES)]
-    total = ideal = 0.0
+    bases = []  # (combination, thread): the element offset of each thread's access
     for values, slot in combos:
         env = {**threads, **values}
         base = p.offset.evaluate({v: env.get(v, 0) for v in used_values(p.offset)})
-        base = np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel
-        addrs = [_swizzled(base + off, t.swizzle) * nbytes + extra for off, extra in pieces]
-        mask = np.broadcast_to(active, (len(addrs), *active.shape))
-        wf, best = wavefronts(_warps(np.stack(addrs)), chunk, _warps(mask))
-        total, ideal = total + wf.sum(), ideal + best.sum()
+        bases.append(np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel)
+    offsets = np.array([off for off, _ in pieces], np.int64)[None, :, None]
+    extras = np.array([extra for _, extra in pieces], np.int64)[None, :, None]
+    # (combination, piece, thread): every instruction the load issues, evaluated at once
+    addrs = _swizzled(np.stack(bases)[:, None, :] + offsets, t.swizzle) * nbytes + extras
+    wf, best = wavefronts(_warps(addrs), chunk, _warps(np.broadcast_to(active, addrs.shape)))
     requests = len(pieces) * _warp_count(kernel) * trips
-    return total / len(combos) * trips, ideal / len(combos) * trips, requests, (f"%{load.result.name_hint}", chunk)
+    return (
+        wf.sum() / len(combos) * trips,
+        best.sum() / len(combos) * trips,
+        requests,
+        (f"%{load.result.name_hint}", chunk),
+    )
 
 
 def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
@@ -192,12 +197,15 @@ def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
     local = np.zeros_like(e)
     for d, n in enumerate(box):
         local = local + (e // math.prod(box[d + 1 :])) % n * t.strides[d]
-    total = ideal = 0.0
-    for slot in range(stage.ring):
-        addrs = _swizzled(local + slot * t.numel, t.swizzle) * t.dtype.bytes
-        wf, best = wavefronts(_warps(addrs), vec * t.dtype.bytes, _warps(active))
-        total, ideal = total + wf.sum(), ideal + best.sum()
-    return total / stage.ring, ideal / stage.ring, trips * _warp_count(kernel), ("the copy", vec * t.dtype.bytes)
+    slots = np.arange(stage.ring)[:, None, None] * t.numel
+    addrs = _swizzled(local + slots, t.swizzle) * t.dtype.bytes  # (slot, trip, thread)
+    wf, best = wavefronts(_warps(addrs), vec * t.dtype.bytes, _warps(np.broadcast_to(active, addrs.shape)))
+    return (
+        wf.sum() / stage.ring,
+        best.sum() / stage.ring,
+        trips * _warp_count(kernel),
+        ("the copy", vec * t.dtype.bytes),
+    )
 
 
 def _warp_count(kernel: T.KernelOp) -> int:
@@ -207,10 +215,16 @@ def _warp_count(kernel: T.KernelOp) -> int:
 def _warps(a: np.ndarray) -> np.ndarray:
     """(..., threads) -> (instructions, 32): each warp of the block, its missing threads inactive (zeros)."""
     warp = target().warp_size
-    n = a.shape[-1]
-    full = -(-n // warp) * warp
-    a = np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, full - n)])
-    return a.reshape(-1, warp)
+    return _widen(a, -(-a.shape[-1] // warp) * warp).reshape(-1, warp)
+
+
+def _widen(a: np.ndarray, n: int) -> np.ndarray:
+    """`a` with its last axis zero-filled to `n` entries (np.pad's result, without its overhead: this is hot)."""
+    if a.shape[-1] == n:
+        return a
+    out = np.zeros((*a.shape[:-1], n), a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out
 
 
 def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
+from irforge.passes.tile.chunk_reduce import identity_init
 from irforge.passes.tile.heuristics import THREAD_CHOICES, heuristic
 
 from irforge.ir import Operation
@@ -17,7 +18,8 @@ class TileCooperativeReduce(Pass):
     (warp shuffles, then shared memory across warps, when materialized) and gives every thread the result. Works
     for every monoid, the online-softmax carrier included. The kernel gets `threads` threads along x if it had
     one; a kernel that already has several keeps them (the pass never resizes what another decision sized).
-    Reductions already on threads are left alone, so the pass is idempotent.
+    Reductions already on threads are left alone, so the pass is idempotent, and so is one whose init is not its
+    monoid's identity (every thread would fold it in).
     """
 
     name = "tile-cooperative-reduce"
@@ -73,12 +75,15 @@ class TileCooperativeReduce(Pass):
 
 def candidates(kernel: T.KernelOp) -> list[T.ReduceOp]:
     """Reductions that may be shared along threadIdx.x: not distributed yet, all of the block's threads at their
-    point (no enclosing loop on threads), no loop inside on threadIdx.x."""
+    point (no enclosing loop on threads), no loop inside on threadIdx.x, their inits the monoids' identities (every
+    thread starts from the init: another would be folded in once per thread)."""
     out = []
     for r in kernel.walk():
         if not isinstance(r, T.ReduceOp) or r.bind:
             continue
         if any(a in T.THREAD_AXES for a in T.bound_axes(r)) or "threadIdx.x" in T.axes_used_within(r):
+            continue
+        if tuple(r.attributes["init"]) != identity_init(r):
             continue
         out.append(r)
     return out

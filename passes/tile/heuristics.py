@@ -38,10 +38,14 @@ THREAD_OUTPUTS = 64
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 64
 RING = 3
+SPLITS = (2, 3, 4, 6, 8, 12, 16, 24, 32)  # the blocks a reduction may be split over
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
-BLOCKS_PER_SM = 4  # split-K until the blocks of small register-tiled tiles are this many per multiprocessor
 TILE_ROWS_ONE_WAVE = 64  # see reduce_splits
+# Split-K (reduce_splits): toward SPLIT_BLOCKS_PER_SM blocks per multiprocessor, and DEEP_SPLIT ways at least
+# while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks.
+SPLIT_BLOCKS_PER_SM = 2
+DEEP_SPLIT, DEEP_SHARE, DEEP_SPLIT_WAVES = 4, 32, 8
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 # Tensor cores: a product of 16-bit floats streams its weight (2 bytes an element) at 2 * M flops a byte; the SIMT
@@ -59,6 +63,9 @@ WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
+# tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: on an H100 a 2048^3
+# product the model gave 2% for raster 16 ran 16% slower (bench/results/contraction_sweep-h100-2026-11-24, sweep 4).
+RASTER_MIN_SAVING = 0.10
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
 UNROLL_OPS = 4096
@@ -221,30 +228,40 @@ class Heuristic:
         return chunk if chunk < k else 1
 
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
-        """Blocks sharing one reduction. A contraction's: enough that the kernel has BLOCKS_PER_SM blocks for each
-        multiprocessor, each share at least MIN_SHARE trips (its chunks are staged: the pipeline needs trips to
-        fill). A long row's (split-row): when the rows fill less than half the multiprocessors, enough blocks per
-        row to fill them twice, each share at least MIN_ROW_SHARE elements. A tensor-core tile of TILE_ROWS_ONE_WAVE
-        rows or more (prefill) splits only to fill the multiprocessors once: its partials would cost more traffic
-        than its inputs; a thinner one (decode) streams its weight and wants BLOCKS_PER_SM blocks a multiprocessor
-        in flight like the SIMT path."""
+        """Blocks sharing one reduction. A contraction's: the split whose block count comes nearest (by ratio;
+        the larger on a tie) to SPLIT_BLOCKS_PER_SM blocks for each multiprocessor, and at least DEEP_SPLIT while
+        the kernel has fewer than DEEP_SPLIT_WAVES blocks per multiprocessor and each share keeps DEEP_SHARE
+        trips; never a share under MIN_SHARE trips (its chunks are staged: the pipeline needs trips to fill). A
+        block of small register tiles holds two warps, so a few blocks per multiprocessor leave it short of warps
+        to switch between: sweep 4 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
+        best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
+        (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
+        of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
+        share at least MIN_ROW_SHARE elements. A tensor-core tile of TILE_ROWS_ONE_WAVE rows or more (prefill) splits
+        only as far as filling the multiprocessors once: its partials would cost more traffic than its inputs; a
+        thinner one (decode) streams its weight like the SIMT path."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
+        sms = target().sm_count
         if contraction_of(reduce) is None and not _holds_contraction(reduce):
-            if 2 * blocks >= target().sm_count or trips < 2 * MIN_ROW_SHARE:
+            if 2 * blocks >= sms or trips < 2 * MIN_ROW_SHARE:
                 return 1
-            want, least = 2 * target().sm_count, MIN_ROW_SHARE
-        elif _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
-            want, least = target().sm_count, MIN_SHARE
-        else:
-            want, least = BLOCKS_PER_SM * target().sm_count, MIN_SHARE
-        best = 1
-        for s in (2, 3, 4, 6, 8, 12, 16, 24, 32):
-            if blocks * best >= want:
-                break
-            if trips % s == 0 and trips // s >= least:
-                best = s
-        return best
+            wave = sms * max(1, target().max_threads_per_sm // kernel.threads)
+            best = 1
+            for s in SPLITS:
+                if blocks * best >= wave:
+                    break
+                if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
+                    best = s
+            return best
+        fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
+        if _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
+            return min((s for s in fits if blocks * s >= sms), default=max(fits))
+        nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
+        if blocks >= DEEP_SPLIT_WAVES * sms:
+            return nearest
+        deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
+        return max(nearest, deep)
 
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on

@@ -3,6 +3,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile import fragments
+from irforge.dialects.tile.algebra import affine_stores
 from irforge.passes.tile.chunk_reduce import identity_init
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
@@ -41,25 +42,33 @@ class TileSplitReduce(Pass):
     via: str = option("auto", domain=Choices(("auto", "atomics", "partials")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:
-        if not isinstance(op, T.KernelOp) or self.splits <= 1:
+        if not isinstance(op, T.KernelOp) or self.splits == 1:
             return None
-        for r, _ in candidates(op):
-            if r.extents[0] % self.splits:
+        for r, shared in candidates(op):
+            if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
+            why = affine_stores(shared or r) if self.via == "atomics" and self._shares(op, r) > 1 else None
+            if why is not None:
+                return f"via=atomics: {why}"
         return None
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return
         for r, shared in candidates(op):
-            s = self.splits or heuristic().reduce_splits(op, r)
+            s = self._shares(op, r)
             step = fragments.atom_step(r)
             if s > 1 and (r.extents[0] // s) % step:
                 self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
-            elif s > 1 and r.extents[0] % s == 0 and r.extents[0] > s:
+            elif s > 1:
                 comb = split(op, r, shared, s)
                 if self.via != "auto":
                     comb.attributes["via"] = self.via
+
+    def _shares(self, kernel: T.KernelOp, r: T.ReduceOp) -> int:
+        """How many shares `r` is cut into (1: left alone)."""
+        s = self.splits or heuristic().reduce_splits(kernel, r)
+        return s if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s else 1
 
 
 def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]]:

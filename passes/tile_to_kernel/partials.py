@@ -55,9 +55,17 @@ def _position(kernel: T.KernelOp, target: Operation) -> int:
     return next(i for i, op in enumerate(kernel.walk()) if op is target)
 
 
+def shares(kernel: T.KernelOp, comb: T.CombineOp) -> int:
+    """Partials a combine over a block axis folds: the trips of the split reduction it combines (the kernel's
+    grid along the axis may be wider, for loops after the combine), else one per block of the axis."""
+    owner = comb.operands[0].owner
+    if isinstance(owner, T.ReduceOp) and owner.bind == comb.over:
+        return owner.extents[0]
+    return kernel.axis_size(comb.over[0])
+
+
 def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
-    axis = comb.over[0]
-    blocks = kernel.axis_size(axis)
+    blocks = shares(kernel, comb)
     loops = [lp for lp in T.enclosing_loops(comb) if isinstance(lp, T.ForOp)]
     points = [e for lp in loops for e in lp.extents]
     name = kernel.sym_name
@@ -89,7 +97,7 @@ def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
     ops = list(kernel.walk())
     comb = ops[at]
     axis = comb.over[0]
-    unit = T.ForOp.build([kernel.axis_size(axis)], bind=(axis,), iv_hints=["blk"])
+    unit = T.ForOp.build([shares(kernel, comb)], bind=(axis,), iv_hints=["blk"])
     unit.loc = comb.loc
     ivs = _ivs(kernel, loops, comb)
     for v, buf in zip(comb.operands, work):
@@ -100,6 +108,10 @@ def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
         if op.parent is not None and not any(o.is_ancestor_of(op) and o is not op for o in later):
             _erase(op)
     _erase(comb)
+    n = unit.extents[0]
+    bound = [lp for lp in kernel.walk() if isinstance(lp, T.LoopOp) and axis in lp.bind]
+    if all(lp.bind == (axis,) and lp.work_items <= n for lp in bound):
+        kernel.set_axis_size(axis, n)  # the blocks past the shares had only the erased loops to run
 
 
 def _fold_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
@@ -107,18 +119,29 @@ def _fold_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
     ops = list(kernel.walk())
     comb = ops[at]
     axis = comb.over[0]
-    blocks = kernel.axis_size(axis)
+    blocks = shares(kernel, comb)
     types = [r.type for r in comb.results]
     init = [tuple(m.identity(t, i) for i, t in enumerate(types[k : k + w])) for k, (m, w, _) in _offsets(comb)]
-    fold = T.ReduceOp.build(blocks, comb.attributes["monoids"], init, types, iv_hint="blk",
-                            result_hints=[r.name_hint for r in comb.results], loc=comb.loc)  # fmt: skip
+    # The fold is a reduction like any other: where the block's threads are free, they share it (each folds some
+    # partials, then they combine), rather than each repeating it whole.
+    threads = "threadIdx.x"
+    shared = kernel.axis_size(threads) > 1 and not any(threads in lp.bind for lp in T.enclosing_loops(comb))
+    hints = [r.name_hint for r in comb.results]
+    fold = T.ReduceOp.build(blocks, comb.attributes["monoids"], init, types, bind=(threads,) if shared else (),
+                            iv_hint="blk", result_hints=hints, loc=comb.loc)  # fmt: skip
     ivs = _ivs(kernel, loops, comb)
     loaded = [T.LoadOp.build(buf, [indexing.ValueDim(fold.iv), *ivs], loc=comb.loc) for buf in work]
     for ld in loaded:
         fold.body.append(ld)
     fold.body.append(T.YieldOp([ld.result for ld in loaded], ()))
     comb.parent.insert_before(comb, fold)
-    for old, new in zip(comb.results, fold.results):
+    folded = fold.results
+    if shared:
+        across = T.CombineOp.build(comb.attributes["monoids"], comb.attributes["widths"], fold.results, (threads,),
+                                   comb.loc, hints)  # fmt: skip
+        comb.parent.insert_before(comb, across)
+        folded = across.results
+    for old, new in zip(comb.results, folded):
         old.replace_all_uses_with(new)
     before = [op for op in ops[:at] if not op.is_ancestor_of(comb) and op is not kernel]
     for op in before:

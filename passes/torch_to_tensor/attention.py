@@ -38,6 +38,9 @@ def _sdpa(op: AtenOp, b: TensorBuilder):
     causal, scale, gqa = op.arg(5, "is_causal", False), op.kwarg("scale"), op.kwarg("enable_gqa", False)
     if dropout:
         raise op.error(f"has dropout_p={dropout}; irforge compiles inference, where dropout is 0")
+    k_len, v_len = k.type.shape[-2:-1], v.type.shape[-2:-1]
+    if k_len != v_len:  # PyTorch's meta function and CPU kernel take it (and read past the value's end)
+        raise ShapeError(f"key has {list(k_len)} positions but value has {list(v_len)}")
     t = rtype(op)
     acc = accumulator_type(t.dtype)
     heads = q.type.shape[-3] if q.type.rank >= 3 else None

@@ -84,6 +84,16 @@ def dims_arg(dims, rank: int) -> list[int]:
     return sorted({d % rank for d in dims}) if rank else []
 
 
+def wrap_dim(dim: int, rank: int) -> int:
+    """A dim argument as a non-negative axis; ATen takes 0 and -1 for a 0-d tensor too (as one of shape [1])."""
+    return dim % max(rank, 1)
+
+
+def as_vector(b: TensorBuilder, x: Value) -> Value:
+    """A 0-d tensor as shape [1], where an op computes along a dim: ATen's view of a 0-d tensor's one element."""
+    return b.reshape(x, (1,)) if x.type.rank == 0 else x
+
+
 def keepdim_result(b: TensorBuilder, reduced: Value, axes: Sequence[int], keepdim: bool) -> Value:
     """A keepdim reduction's value as the op gives it: as is, or with the reduced axes dropped."""
     return reduced if keepdim else b.drop_axes(reduced, axes)
@@ -189,6 +199,8 @@ def matmul(b: TensorBuilder, x: Value, w: Value, *, w_transposed: bool = False, 
 
 def softmax(b: TensorBuilder, x: Value, dim: int, *, log: bool = False) -> Value:
     """Numerically stable softmax (or log-softmax) over `dim`, in x's type (callers cast half types to f32)."""
+    if x.type.rank == 0:
+        return b.reshape(softmax(b, as_vector(b, x), 0, log=log), ())
     dim %= x.type.rank
     shifted = b.ew("sub", x, b.reduce("max", x, [dim]))
     e = b.ew("exp", shifted)

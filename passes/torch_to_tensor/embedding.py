@@ -5,7 +5,7 @@ from irforge.dialects.torch import AtenOp
 
 from irforge.index_expr import Dim
 
-from .common import Decomposition, rtype
+from .common import Decomposition, as_vector, rtype, wrap_dim
 
 
 def gather_rows(b: TensorBuilder, table, indices, axis: int):
@@ -25,17 +25,17 @@ def _embedding(op: AtenOp, b: TensorBuilder):
 
 
 def _index_select(op: AtenOp, b: TensorBuilder):
-    x, dim, index = op.arg(0, "self"), op.arg(1, "dim"), op.arg(2, "index")
-    return gather_rows(b, x, index, dim % x.type.rank)
+    x, dim, index = as_vector(b, op.arg(0, "self")), op.arg(1, "dim"), op.arg(2, "index")
+    return b.reshape(gather_rows(b, x, index, wrap_dim(dim, x.type.rank)), rtype(op).shape)
 
 
 def _gather(op: AtenOp, b: TensorBuilder):
     """torch.gather: out[i][j] = x[i][index[i][j]] along `dim`; the index tensor has the output's shape."""
-    x, dim, index = op.arg(0, "self"), op.arg(1, "dim"), op.arg(2, "index")
-    dim %= x.type.rank
+    x, dim, index = as_vector(b, op.arg(0, "self")), op.arg(1, "dim"), as_vector(b, op.arg(2, "index"))
+    dim = wrap_dim(dim, x.type.rank)
     shape = index.type.shape
     coords = [Dim(i) for i in range(len(shape))]
-    return b.gather(x, index, dim, shape, coords[:dim] + coords[dim + 1 :], coords)
+    return b.reshape(b.gather(x, index, dim, shape, coords[:dim] + coords[dim + 1 :], coords), rtype(op).shape)
 
 
 def _index(op: AtenOp, b: TensorBuilder):

@@ -6,7 +6,7 @@ from irforge.dialects.torch import AtenOp
 from irforge.ir import Value
 from irforge.types import boolean, i64
 
-from .common import Decomposition, dims_arg, keepdim_result, rtype
+from .common import Decomposition, as_vector, dims_arg, keepdim_result, rtype, wrap_dim
 
 
 def _accumulate(b: TensorBuilder, x: Value, kind: str, axes, out_dtype) -> Value:
@@ -65,12 +65,13 @@ def _max_dim(kind: str):
     """max.dim / min.dim: (values, indices) along one dim."""
 
     def lower(op: AtenOp, b: TensorBuilder):
-        x = op.arg(0, "self")
-        axis = op.arg(1, "dim") % max(x.type.rank, 1)
+        x = as_vector(b, op.arg(0, "self"))
+        axis = wrap_dim(op.arg(1, "dim"), x.type.rank)
         keepdim = op.arg(2, "keepdim", False)
         best = b.reduce(kind, x, [axis])
         idx = _index_of(b, x, b.broadcast_to(best, x.type.shape), axis)
-        return keepdim_result(b, best, [axis], keepdim), keepdim_result(b, idx, [axis], keepdim)
+        outs = keepdim_result(b, best, [axis], keepdim), keepdim_result(b, idx, [axis], keepdim)
+        return [b.reshape(v, r.type.shape) for v, r in zip(outs, op.results)]  # a 0-d input's keepdim is 0-d
 
     return lower
 
@@ -87,9 +88,10 @@ def _arg_extremum(kind: str):
             flat = b.reshape(x, (x.type.numel,))
             idx = _index_of(b, flat, b.broadcast_to(b.reduce(kind, flat, [0]), flat.type.shape), 0)
             return b.reshape(idx, t.shape)
-        axis = dim % max(x.type.rank, 1)
+        x = as_vector(b, x)
+        axis = wrap_dim(dim, x.type.rank)
         idx = _index_of(b, x, b.broadcast_to(b.reduce(kind, x, [axis]), x.type.shape), axis)
-        return keepdim_result(b, idx, [axis], keepdim)
+        return b.reshape(keepdim_result(b, idx, [axis], keepdim), t.shape)
 
     return lower
 

@@ -7,7 +7,7 @@ from irforge import index_expr as ix
 from irforge.index_expr import Dim
 from irforge.ir import Value
 
-from .common import Decomposition, rtype
+from .common import Decomposition, rtype, wrap_dim
 
 
 def _reshape(op: AtenOp, b: TensorBuilder):
@@ -23,6 +23,8 @@ def _permute(op: AtenOp, b: TensorBuilder):
 def _transpose(op: AtenOp, b: TensorBuilder):
     x = op.arg(0, "self")
     r = x.type.rank
+    if r == 0:  # ATen transposes a 0-d tensor's dims 0 and -1: nothing moves
+        return b.permute(x, [])
     if op.packet == "aten.t":  # 2-D transpose; identity below two dimensions
         d0, d1 = (0, 1) if r == 2 else (0, 0)
     else:
@@ -133,7 +135,7 @@ def _unbind(op: AtenOp, b: TensorBuilder):
 def _flip(op: AtenOp, b: TensorBuilder):
     x = op.arg(0, "self")
     s = x.type.shape
-    dims = {d % x.type.rank for d in op.arg(1, "dims")}
+    dims = {wrap_dim(d, x.type.rank) for d in op.arg(1, "dims")}
     return b.index_map(x, s, [(s[i] - 1) - Dim(i) if i in dims else Dim(i) for i in range(len(s))])
 
 

@@ -1,0 +1,295 @@
+"""`irforge tune` without a GPU: the worker's timeout and crash handling, a whole tuning run against a fake GPU
+(hanging, dying and wrong candidates planted: each costs one candidate, the run goes on), the database round trip,
+replay by `irforge compile` (and `irforge-opt` reproducing it), the winners file, `--show`, `--compile-only`, and
+`irforge bench --tuned`'s pipeline."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from pathlib import Path
+
+import pytest
+from irforge.tools.cli import main
+from irforge.tools.opt import main as opt_main
+
+from irforge import frontend
+from irforge.compiler import compile_program
+from irforge.runtime import has_gpu
+from irforge.tune.db import Entry, Key, TuneDB
+from irforge.tune.space import split_lowering
+from irforge.tune.tuner import Options, Tuner, kernel_tasks
+from irforge.tune.worker import RemoteError, Worker, WorkerFailed
+
+FAKES = Path(__file__).parent / "tune"
+EW = "torch.randn(16,256)*2"  # one elementwise kernel: blockify's threads decide its block size
+ROWS = "nn.RMSNorm(128)(torch.randn(1,8,128))"
+
+
+def run(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(list(argv), stdout=out, stderr=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def loop_module(snippet: str):
+    return compile_program(frontend.from_snippet(snippet), "loop").module
+
+
+def fake_tuner(tmp_path, db, **env_and_options) -> Tuner:
+    env = {"PYTHONPATH": str(FAKES), "FAKE_DIR": str(tmp_path)}
+    env.update({k: str(v) for k, v in env_and_options.items() if k.startswith("FAKE_")})
+    options = {k: v for k, v in env_and_options.items() if not k.startswith("FAKE_")}
+    o = Options(jobs=2, timeout=3, measure_module="fake_gpu", compile_module="fake_gpu", worker_env=env, **options)
+    return Tuner(db, o)
+
+
+def tune(tmp_path, db, programs, **kw):
+    _, suffix = split_lowering()
+    tuner = fake_tuner(tmp_path, db, **kw)
+    try:
+        tasks, notes = kernel_tasks([(name, loop_module(s)) for name, s in programs], suffix, tuner)
+        assert not notes
+        return tuner.run(tasks)
+    finally:
+        tuner.close()
+
+
+# ---- the worker ------------------------------------------------------------------------------------------------
+def test_worker_survives_hangs_crashes_and_errors(tmp_path):
+    with Worker(name="t", log_dir=str(tmp_path)) as w:
+        assert w.call("math:sqrt", 4.0, timeout=60) == 2.0
+        with pytest.raises(WorkerFailed) as e:
+            w.call("time:sleep", 3600, timeout=1)  # a hang: killed at the timeout
+        assert e.value.kind == "timeout"
+        with pytest.raises(WorkerFailed) as e:
+            w.call("os:abort", timeout=60)  # a process that kills itself
+        assert e.value.kind == "crash" and "exit status -6" in e.value.detail
+        with pytest.raises(RemoteError, match="math domain error"):
+            w.call("math:sqrt", -1.0, timeout=60)  # an exception: the process lives on
+        assert w.call("math:sqrt", 9.0, timeout=60) == 3.0
+        assert w.starts == 3  # the first, then one after each failure
+
+
+# ---- a run against a fake GPU ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Two programs tuned in one run, with one hanging, one dying and one wrong candidate planted."""
+    tmp = tmp_path_factory.mktemp("planted")
+    db = TuneDB(tmp / "tune.sqlite", seed=None)
+    results = tune(
+        tmp,
+        db,
+        [("ew", EW), ("rows", ROWS)],
+        budget=60,
+        patience=1000,
+        seconds=600,
+        FAKE_HANG_THREADS=128,
+        FAKE_DIE_THREADS=512,
+        FAKE_WRONG_THREADS=32,
+    )
+    return db, results
+
+
+def test_each_planted_failure_costs_one_candidate_and_the_run_goes_on(planted):
+    db, results = planted
+    assert [r.status for r in results] == ["tuned", "tuned"]
+    statuses = [c.status for r in results for c in r.candidates]
+    assert statuses.count("timeout") == statuses.count("crash") == statuses.count("wrong") == 1
+    assert statuses.count("ok") == len(statuses) - 3
+    stored = [c["status"] for r in results for c in db.candidates(r.task.key) if c["phase"] == "rank"]
+    assert sorted(stored) == sorted(statuses)
+    assert sum(db.entry(r.task.key).failed for r in results) == 3
+
+
+def test_a_kernel_whose_heuristic_schedule_hangs_costs_one_candidate(tmp_path):
+    """The baseline (256 threads per block) hangs: that kernel fails, recorded with its one candidate; the next
+    kernel is tuned."""
+    db = TuneDB(tmp_path / "tune.sqlite", seed=None)
+    results = tune(tmp_path, db, [("ew", EW), ("rows", ROWS)], budget=3, FAKE_HANG_THREADS=256)
+    assert [r.status for r in results] == ["failed", "tuned"]
+    assert [c.status for c in results[0].candidates] == ["timeout"] and "baseline failed" in results[0].detail
+    assert [c["status"] for c in db.candidates(results[0].task.key)] == ["timeout"]
+    assert db.entry(results[0].task.key).winner == {} and db.entry(results[0].task.key).failed == 1
+
+
+def test_the_search_finds_the_best_and_never_loses_to_the_heuristic(planted):
+    db, results = planted
+    ew = results[0]
+    assert ew.status == "tuned" and ew.measured <= 60
+    assert ew.winner.median_s == pytest.approx(1e-6)  # the fake's best: 64 threads per block
+    assert ew.winner.point["tile-blockify"] == {"threads": 64}
+    for r in results:
+        assert r.winner.median_s <= r.baseline.median_s
+        assert r.winner.phase == "confirm" and r.baseline.phase == "confirm"
+        entry = db.entry(r.task.key)
+        assert entry.winner == r.winner.point and entry.best_s == r.winner.median_s
+        assert entry.gpu == "fake" and entry.candidates == r.measured
+
+
+def test_a_run_is_reproducible_from_its_seed(tmp_path):
+    _, suffix = split_lowering()
+    tuner = fake_tuner(tmp_path, None, budget=8, patience=1000, seconds=600)
+    module = loop_module(ROWS)
+
+    def points(seed):
+        tuner.o.seed = seed
+        tasks, _ = kernel_tasks([("rows", module)], suffix, tuner)
+        (r,) = tuner.run(tasks)
+        return [c.point for c in r.candidates]
+
+    try:
+        first = points(1)
+        assert len(first) == 8
+        assert points(1) == first
+        assert points(2) != first
+    finally:
+        tuner.close()
+
+
+def test_identical_kernels_tune_once(tmp_path):
+    _, suffix = split_lowering()
+    tuner = fake_tuner(tmp_path, None)
+    tasks, _ = kernel_tasks(
+        [("a", loop_module("x=torch.randn(4,64); y=torch.randn(4,64); (torch.exp(x), torch.exp(y))"))], suffix, tuner
+    )
+    tuner.close()
+    assert len(tasks) == 1 and len(tasks[0].uses) == 2
+
+
+def test_a_kernel_in_the_database_is_not_tuned_again(planted, tmp_path):
+    db, _ = planted
+    (r,) = tune(tmp_path, db, [("ew", EW)], budget=5)
+    assert r.status == "cached" and r.measured == 0
+
+
+# ---- replay ----------------------------------------------------------------------------------------------------
+def test_compile_replays_the_winner_and_irforge_opt_reproduces_it(planted, tmp_path):
+    db, _ = planted
+    rc, tuned, _ = run("compile", "-c", EW, "--ir", "tile", "--db", str(db.path))
+    assert rc == 0
+    assert "attributes {tune = {tile-blockify = {threads = 64}" in tuned and "block(64)" in tuned
+    rc, untuned, _ = run("compile", "-c", EW, "--ir", "tile", "--db", str(db.path), "--untuned")
+    assert rc == 0 and "tune =" not in untuned and "block(256)" in untuned
+    rc, loop_ir, _ = run("compile", "-c", EW, "--ir", "loop", "--db", str(db.path))
+    assert "loop.kernel @k_mul attributes {tune = {tile-blockify = {threads = 64}" in loop_ir
+    src = tmp_path / "tuned.ir"
+    src.write_text(loop_ir)
+    out = io.StringIO()
+    assert opt_main([str(src), "--pass-pipeline=loop-to-tile"], stdout=out, stderr=io.StringIO()) == 0
+    assert out.getvalue() == tuned  # the printed IR and one pipeline string are the tuned program
+
+
+def test_replayed_program_computes_the_same(planted):
+    """apply-tuning's numeric check: the tuned schedule, run by the tile interpreter, matches PyTorch."""
+    import torch
+
+    import irforge
+
+    db, _ = planted
+    x = torch.randn(1, 8, 128)
+    prog = irforge.compile(torch.nn.RMSNorm(128), x, ir="tile", tuning=str(db.path))
+    assert "tune = " in str(prog)
+    assert all(c.ok for c in prog.check())
+
+
+def test_a_refused_winner_is_skipped_with_a_remark(tmp_path):
+    db = TuneDB(tmp_path / "t.sqlite", seed=None)
+    _, suffix = split_lowering()
+    tuner = Tuner(None, Options())
+    (task,), _ = kernel_tasks([("rows", loop_module(ROWS))], suffix, tuner)
+    tuner.close()
+    bad = {"tile-cooperative-reduce": {"threads": 1}, "tile-split-reduce": {"splits": 3}}  # 3 does not divide 128
+    db.record(Entry(task.key, "rows", bad, 1e-6, 2e-6), [])
+    rc, out, err = run("compile", "-c", ROWS, "--ir", "tile", "--db", str(db.path), "-v")
+    assert rc == 0 and "tune =" not in out
+    assert "the database's schedule is refused now, skipped" in err and "does not divide" in err
+
+
+def test_missing_database_is_an_error_and_the_default_one_is_optional(tmp_path):
+    rc, _, err = run("compile", "-c", EW, "--ir", "tile", "--db", str(tmp_path / "none.sqlite"))
+    assert rc == 1 and "no such tuning database" in err
+    rc, out, _ = run("compile", "-c", EW, "--ir", "tile")  # the default one does not exist in the tests
+    assert rc == 0 and "tune =" not in out
+
+
+# ---- the database ----------------------------------------------------------------------------------------------
+def test_database_round_trip_and_winners_file(planted, tmp_path):
+    db, results = planted
+    entries = {e.key: e for e in db.entries()}
+    assert set(entries) == {r.task.key for r in results}
+    raw = sqlite3.connect(db.path).execute("SELECT COUNT(*) FROM candidates").fetchone()[0]
+    assert raw == sum(len(r.candidates) + len(r.confirmed) for r in results)
+    winners = tmp_path / "winners.json"
+    rc, out, _ = run("tune", "--export", str(winners), "--db", str(db.path))
+    assert rc == 0 and "wrote 2 winners" in out
+    seeded = TuneDB(tmp_path / "fresh.sqlite", seed=winners)  # a new database starts from the file
+    for key, e in entries.items():
+        s = seeded.entry(key)
+        assert s.winner == e.winner and s.best_s == e.best_s and s.source == "winners file"
+    assert seeded.import_winners(winners) == 0  # nothing new the second time
+    assert TuneDB.existing(tmp_path / "absent.sqlite") is None
+
+
+def test_values_keep_their_types_through_the_database(tmp_path):
+    db = TuneDB(tmp_path / "t.sqlite", seed=None)
+    key = Key("h", "sm_90a", "v")
+    point = {"p": {"n": 3, "x": 0.5, "flag": True, "names": ("a", "b")}}
+    db.record(Entry(key, "k", point, 1e-6, 2e-6), [{"point": point, "status": "ok", "median_s": 1e-6, "phase": "rank"}])
+    assert db.entry(key).winner == point and db.entry(key).speedup == pytest.approx(2.0)
+    assert db.candidates(key)[0]["point"] == point
+
+
+# ---- the command -----------------------------------------------------------------------------------------------
+def test_show_lists_what_the_database_holds(planted):
+    db, _ = planted
+    rc, out, _ = run("tune", "-c", EW, "--show", "--db", str(db.path))
+    assert rc == 0 and "snippet/k_mul" in out and "threads = 64" in out and "3.00x" in out
+    rc, out, _ = run("tune", "-c", "torch.randn(8,8)*3", "--show", "--db", str(db.path))
+    assert rc == 0 and "not tuned" in out
+
+
+def test_compile_only_fills_the_cache_without_a_gpu(tmp_path):
+    cache = tmp_path / "cache"
+    rc, out, err = run("tune", "-c", "torch.randn(4,256)*2", "--compile-only", "--cache", str(cache),
+                       "--budget", "3", "--jobs", "1")  # fmt: skip
+    assert rc == 0, err
+    assert "snippet/k_mul" in out and "3 compiled" in out
+    assert len(list((cache / "cubin").glob("*.cubin"))) >= 3  # the reference, the baseline, the candidates
+    assert len(list((cache / "loop").glob("*.ir"))) == 1  # the captured program, for the GPU run
+
+
+@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
+def test_tune_needs_a_gpu_or_compile_only():
+    rc, _, err = run("tune", "-c", EW)
+    assert rc == 1 and "no CUDA GPU" in err and "--compile-only" in err
+
+
+def test_tune_refuses_bad_arguments():
+    rc, _, err = run("tune")
+    assert rc == 1 and "say what to tune" in err
+    rc, _, err = run("tune", "-c", EW, "--budget", "0", "--compile-only", "--cache", "x")
+    assert rc == 1 and "--budget" in err
+    rc, _, err = run("tune", "-c", EW, "--compile-only")
+    assert rc == 1 and "--cache DIR" in err
+
+
+def test_bench_tuned_replays_through_its_pipeline(planted, tmp_path):
+    from irforge.bench.case import suite
+    from irforge.bench.command import _systems
+    from irforge.bench.compile_cache import CompileCache
+
+    db, _ = planted
+    assert run("tune", "--export", str(tmp_path / "w.json"), "--db", str(db.path))[0] == 0
+    copy = TuneDB(tmp_path / "copy.sqlite", seed=tmp_path / "w.json")
+    args = type("A", (), {"systems": "eager,irforge", "pipeline": "torch-to-cuda", "variant": [], "tuned": True,
+                          "db": str(copy.path)})()  # fmt: skip
+    systems = _systems(args)
+    assert set(systems) == {"eager", "irforge", "irforge-tuned"}
+    assert f"apply-tuning{{db={copy.path.resolve()} version=" in systems["irforge-tuned"]
+    case = suite("seed84")[0]
+    before = CompileCache.key(case, systems["irforge-tuned"], "sm_90a")
+    assert CompileCache.key(case, systems["irforge"], "sm_90a")["tuning"] == ""
+    copy.record(Entry(Key("other", "sm_90a", "v"), "x", {"p": {"o": 1}}, 1.0, 2.0), [])
+    after = CompileCache.key(case, systems["irforge-tuned"], "sm_90a")
+    assert before["tuning"] and after["tuning"] != before["tuning"]  # new winners: compiled again

@@ -1,0 +1,221 @@
+"""The tuner's search space on real kernels: decisions read from the registry, isolated kernels and their keys,
+pruning and merging checked against brute force, the static limits, and the cost model's counts by hand."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+
+import pytest
+
+from irforge import frontend
+from irforge.compiler import compile_program
+from irforge.diagnostics import IRForgeError
+from irforge.pass_manager import Choices, Pass, PassManager, option
+from irforge.registry import registry, reset_registry
+from irforge.tune import cost
+from irforge.tune.space import Space, digest, isolate, kernel_key, kernels_of, set_tune, split_lowering
+from irforge.tune.tuner import static_limit
+
+_, SUFFIX = split_lowering()
+
+
+def loop_kernels(snippet: str):
+    return kernels_of(compile_program(frontend.from_snippet(snippet), "loop").module)
+
+
+def leaves(space: Space) -> list:
+    out = []
+
+    def walk(state):
+        if space.is_leaf(state):
+            out.append(state)
+            return
+        for _, child in space.expand(state).children:
+            walk(child)
+
+    walk(space.root())
+    return out
+
+
+def legal_digest(space: Space, values: tuple) -> str | None:
+    """Brute force: the schedule a raw point leads to, through the passes alone (None when one refuses it)."""
+    try:
+        return digest(space.schedule_of(values))
+    except IRForgeError:
+        return None
+
+
+# ---- decisions -------------------------------------------------------------------------------------------------
+class KnobPass(Pass):
+    """Record `knob` on each kernel (a tunable option a plugin might add)."""
+
+    name = "test-knob"
+    input_level = "tile"
+    anchor = "kernel"
+    knob: int = option(1, domain=Choices((1, 2, 3)), help="recorded as the kernel's `knob` attribute")
+
+    def run(self, op):
+        op.attributes["knob"] = self.knob
+
+
+@pytest.fixture
+def knob_pass():
+    registry().passes()["test-knob"] = KnobPass
+    yield
+    reset_registry()
+
+
+def test_a_new_pass_option_is_a_decision_with_no_tuner_change(knob_pass):
+    _, suffix = split_lowering(after={"tile-vectorize": "test-knob"})
+    (k,) = loop_kernels("torch.randn(4,256)*2")
+    space = Space(isolate(k), suffix)
+    names = [d.name for d in space.decisions]
+    assert names.index("test-knob.knob") == names.index("tile-vectorize.width") + 1
+    assert "map-to-tile" not in {d.pass_name for d in space.decisions}  # no domain, no decision
+    # its three values lead to three schedules: all of them stay
+    state = space.root()
+    while space.decisions[len(state.values)].name != "test-knob.knob":
+        state = space.expand(state).children[0][1]
+    assert [v for v, _ in space.expand(state).children] == [1, 2, 3]
+
+
+def test_decisions_follow_the_pipeline_and_the_baseline_is_its_values():
+    (k,) = loop_kernels("torch.randn(4,256)*2")
+    space = Space(isolate(k), SUFFIX)
+    order = [sp.pass_.name for sp in SUFFIX]
+    assert [order.index(d.pass_name) for d in space.decisions] == sorted(
+        order.index(d.pass_name) for d in space.decisions
+    )
+    passes = registry().passes()  # the default pipeline gives no option: every choice is the pass's default
+    assert all(d.baseline == passes[d.pass_name].options[d.option].default for d in space.decisions)
+    assert {"tile-tma.stages", "tile-swizzle-smem.swizzle", "tile-rasterize.rows"} <= {d.name for d in space.decisions}
+    assert space.point(space.baseline) == {}
+
+
+def test_a_point_drops_the_decisions_that_change_nothing():
+    """A rollout draws every decision; the winner keeps only those that change the kernel's schedule (an elementwise
+    kernel has no reduction for tile-cooperative-reduce to share)."""
+    (k,) = loop_kernels("torch.randn(4,256)*2")
+    space = Space(isolate(k), SUFFIX)
+    drawn = {"tile-cooperative-reduce": {"threads": 64}, "tile-blockify": {"threads": 64}}
+    values = space.simplest(space.values_of(drawn))
+    assert space.point(values) == {"tile-blockify": {"threads": 64}}
+    assert digest(space.schedule_of(values)) == digest(space.schedule_of(space.values_of(drawn)))
+
+
+# ---- isolated kernels ------------------------------------------------------------------------------------------
+def test_isolated_kernel_reads_its_inputs_and_returns_its_outputs():
+    first, second = loop_kernels(
+        "q=torch.randn(1,2,8,16); k=torch.randn(1,2,8,16); v=torch.randn(1,2,8,16); torch.softmax(q @ k.mT, -1) @ v"
+    )
+    iso = isolate(second)
+    func = iso.body.ops[0]
+    ft = func.attributes["function_type"]
+    assert [str(t) for t in ft.inputs] == ["f32[1,2,8,8,1]", "f32[1,2,8,16]"]  # q @ k.mT's buffer, then v
+    assert [str(t) for t in ft.outputs] == ["f32[1,2,8,16]"]
+    from irforge.verifier import verify
+
+    verify(iso)
+    assert kernel_key(iso) != kernel_key(isolate(first))
+
+
+def test_identical_kernels_share_a_key_and_shapes_tell_them_apart():
+    a, b = loop_kernels("x=torch.randn(4,64); y=torch.randn(4,64); (torch.exp(x), torch.exp(y))")[:2]
+    c = loop_kernels("torch.exp(torch.randn(4,128))")[0]
+    assert a.attributes["sym_name"] != b.attributes["sym_name"]
+    assert kernel_key(isolate(a)) == kernel_key(isolate(b))
+    assert kernel_key(isolate(a)) != kernel_key(isolate(c))
+    iso = isolate(a)
+    set_tune(iso, {"tile-blockify": {"threads": 64}})
+    assert kernel_key(iso) == kernel_key(isolate(b))  # blind to the tune attribute
+
+
+# ---- pruning and merging ---------------------------------------------------------------------------------------
+def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
+    """Every raw point of a four-decision schedule run through the passes alone: the tree's leaves are exactly
+    the distinct schedules the legal points lead to, so pruning loses nothing and keeps nothing refused."""
+    (k,) = loop_kernels("nn.RMSNorm(128)(torch.randn(1,8,128))")
+    kept = {"map-to-tile", "tile-cooperative-reduce", "tile-split-reduce", "tile-vectorize", "lower-to-kernel"}
+    space = Space(isolate(k), [sp for sp in SUFFIX if sp.pass_.name in kept])
+    assert [d.name for d in space.decisions] == [
+        "tile-cooperative-reduce.threads",
+        "tile-split-reduce.splits",
+        "tile-split-reduce.via",
+        "tile-vectorize.width",
+    ]
+    found = leaves(space)
+    raw = list(itertools.product(*(d.values for d in space.decisions)))
+    brute = {legal_digest(space, v) for v in raw} - {None}
+    assert len(raw) == space.size == 12 * 13 * 3 * 6
+    assert len({s.digest for s in found}) == len(found)  # merged: no two leaves are one schedule
+    assert {s.digest for s in found} == brute
+    assert len(found) < len(raw) / 3  # the 2808 points are far fewer schedules
+    # a rollout's steps (one child at a time, no siblings) refuse exactly the refused points and reach the same IR
+    wants = []
+    for values in random.Random(0).sample(raw, 60):
+        state = space.root()
+        for v in values:
+            state = space.step(state, v) if state is not None else None
+        wants.append(legal_digest(space, values))
+        assert (space.finish(state).digest if state is not None else None) == wants[-1]
+    assert None in wants and len(set(wants)) > 10
+    assert any(legal_digest(space, v) is None for v in raw)  # some are refused (splits=3 of 128 trips)
+
+
+def test_no_refused_point_is_a_leaf_of_the_whole_pipeline():
+    """The whole default lowering on an elementwise kernel: each leaf lowers to CUDA without a refusal, and random
+    raw points that the passes accept lead to schedules the tree has."""
+    (k,) = loop_kernels("torch.randn(4,256)*2")
+    space = Space(isolate(k), SUFFIX)
+    found = leaves(space)
+    digests = {s.digest for s in found}
+    assert 1 < len(found) < 100 and space.size > 10**12
+    for s in found:
+        m = space.module.clone()
+        set_tune(m, space.point(s.values))
+        PassManager(SUFFIX).run(m)  # raises if any pass refuses
+        assert m.body.ops[0].name == "cuda.kernel"
+    rng = random.Random(0)
+    sampled = [tuple(rng.choice(d.values) for d in space.decisions) for _ in range(150)]
+    legal = [d for d in (legal_digest(space, v) for v in sampled) if d is not None]
+    assert legal and set(legal) <= digests
+
+
+def test_static_limits():
+    ok = {"name": "k", "block": (256, 1, 1), "dynamic_smem": 0, "registers": 64, "smem": 1024, "spill_stores": 0}
+    assert static_limit({"kernels": [ok]}) is None
+    too_many = {**ok, "registers": 255}  # 256 threads x 256 registers = 65536 ... just fits
+    assert static_limit({"kernels": [too_many]}) is None
+    wide = {**ok, "block": (512, 1, 1), "registers": 200}  # 512 x 200 > 65536
+    assert "registers per block" in static_limit({"kernels": [wide]})
+    assert "shared memory" in static_limit({"kernels": [{**ok, "dynamic_smem": 230 * 1024}]})
+    assert "spills 8 bytes" in static_limit({"kernels": [{**ok, "spill_stores": 8}]})
+    assert static_limit({"kernels": [{**ok, "spill_stores": 8}]}, spill_bytes=8) is None
+
+
+# ---- the cost model --------------------------------------------------------------------------------------------
+def test_cost_model_counts_a_tiled_matmul_by_hand():
+    """64 x 128 times 128 x 256, the heuristics' schedule (K in chunks of BK): a multiply and an add per product,
+    and an add per chunk and output folding the chunk's sum; DRAM bytes: each buffer once; shared-memory bytes:
+    each K step a thread loads its TM-row column of A and its TN-wide row of B."""
+    m, k, n = 64, 128, 256
+    prog = compile_program(frontend.from_snippet(f"x=torch.randn({m},{k}); w=torch.randn({k},{n}); x@w"), "tile")
+    f = cost.features(prog.module)
+    inner = [op for op in prog.module.walk() if op.name == "tile.reduce" and op.vector > 1]
+    bk = inner[0].extents[0]
+    assert f.flops == 2 * m * n * k + m * n * (k // bk)
+    assert f.dram_bytes == 4 * (m * k + k * n + m * n)
+    (loop,) = [op for op in prog.module.walk() if op.name == "tile.for" and "threadIdx.x" in op.bind]
+    tm, tn = loop.vector_shape
+    assert f.smem_bytes == 4 * k * (m * n // tn + m * n // tm)
+    assert f.accumulators == tm * tn
+    assert 0 < cost.seconds(f) < 1e-3
+
+
+def test_cost_model_prefers_what_fills_the_gpu():
+    base = cost.Features(1, 132, 256, 0, 32, 10**8, 10**8, 0, 10**6, 1, 256 * 16)
+    assert cost.seconds(base) < cost.seconds(replace(base, blocks=66))  # half the multiprocessors idle
+    assert cost.seconds(base) < cost.seconds(replace(base, in_flight=16))  # latency not hidden
+    assert cost.seconds(replace(base, registers=256, threads=1024)) == float("inf")  # cannot be resident

@@ -1,0 +1,65 @@
+"""Stand-ins for the two sides of `irforge tune`'s workers (`irforge.tune.jobs`), run in the tuner's worker
+processes by the tests (the tests put this folder on their PYTHONPATH).
+
+`compile_point` is the real one with NVRTC left out (fixed resource counts: fast, and no CUBIN is needed: nothing
+runs them). `prepare` and `measure` time nothing: a program's time comes from its launch shape, best at
+`BEST_THREADS` threads per block, so a search has a known best. Planted failures, each once per run (a marker file
+in `FAKE_DIR` remembers, as a real hung kernel would fail once): a program of `FAKE_HANG_THREADS` threads per block
+hangs, one of `FAKE_DIE_THREADS` kills its process (as a fault takes the CUDA context down), one of
+`FAKE_WRONG_THREADS` returns a wrong result.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+BEST_THREADS = 64
+
+
+def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> dict:
+    from irforge.runtime import nvrtc
+    from irforge.tune import jobs
+
+    nvrtc.resource_usage = lambda source, name, **kw: {name: nvrtc.ResourceUsage(32, 0, 0, 0, 0)}
+    return jobs.compile_point(module_text, point, pipeline, arch)
+
+
+def prepare(kernel: str, reference_text: str, tolerance: float) -> dict:
+    return {"seconds": 0.0, "gpu": "fake"}
+
+
+def threads_of(text: str) -> int:
+    """Threads per block of the program's largest kernel (from the `cuda.kernel` lines' `block(...)`)."""
+    blocks = re.findall(r"^cuda\.kernel .* block\(([\d, ]+)\)", text, re.M)
+    return max((math.prod(int(x) for x in b.split(",")) for b in blocks), default=1)
+
+
+def fake_seconds(threads: int) -> float:
+    return (1 + abs(threads.bit_length() - BEST_THREADS.bit_length())) * 1e-6
+
+
+def _first(what: str) -> bool:
+    marker = Path(os.environ["FAKE_DIR"]) / what
+    if marker.exists():
+        return False
+    marker.write_text("planted")
+    return True
+
+
+def measure(kernel: str, programs: dict, settings: dict) -> dict:
+    out = {}
+    for name, text in programs.items():
+        threads = threads_of(text)
+        if threads == int(os.environ.get("FAKE_HANG_THREADS", 0)) and _first("hang"):
+            time.sleep(3600)
+        if threads == int(os.environ.get("FAKE_DIE_THREADS", 0)) and _first("die"):
+            os.kill(os.getpid(), 9)
+        if threads == int(os.environ.get("FAKE_WRONG_THREADS", 0)) and _first("wrong"):
+            out[name] = {"status": "wrong", "detail": "relative error 1.0e+00 over 1e-04"}
+            continue
+        out[name] = {"status": "ok", "median_s": fake_seconds(threads), "reps": settings["reps"]}
+    return out
