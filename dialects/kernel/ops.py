@@ -1013,29 +1013,41 @@ class AtomicOp(IndexedOp):
         p.attr_dict(self.attributes, elide=("kind", "index"))
 
 
-class BarrierOp(KernelOp):
-    """`__syncthreads()`: every thread of the block waits here; orders shared-memory accesses across it."""
+class BareOp(KernelOp):
+    """An op of no operands and no results: a fence, a barrier, a commit; printed as its name."""
 
-    name = "kernel.barrier"
     operand_names = ()
     result_names = ()
     num_regions = 0
 
     def print_custom(self, p):
-        p.write("kernel.barrier")
+        p.write(self.name)
 
 
-class FenceProxyAsyncOp(KernelOp):
+class GroupWaitOp(BareOp):
+    """Wait until at most `pending` committed groups (of cp.async copies, of wgmmas) are in flight."""
+
+    attribute_types = {"pending": int}
+
+    def verify_op(self):
+        if not 0 <= self.attributes["pending"] <= 7:
+            raise self.error("pending must be 0 to 7")
+
+    def print_custom(self, p):
+        p.write(f"{self.name} {self.attributes['pending']}")
+
+
+class BarrierOp(BareOp):
+    """`__syncthreads()`: every thread of the block waits here; orders shared-memory accesses across it."""
+
+    name = "kernel.barrier"
+
+
+class FenceProxyAsyncOp(BareOp):
     """`fence.proxy.async.shared::cta`: makes this thread's ordinary shared-memory writes visible to the async
     proxy (TMA, wgmma) that reads them next."""
 
     name = "kernel.fence_proxy_async"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.fence_proxy_async")
 
 
 # ---- warp shuffles ---------------------------------------------------------------------------------------------
@@ -1131,33 +1143,16 @@ class CpAsyncOp(IndexedOp):
         p.write(" : ", p.type(self.attributes["chunk"]))
 
 
-class CpAsyncCommitOp(KernelOp):
+class CpAsyncCommitOp(BareOp):
     """`cp.async.commit_group`: close this thread's group of pending cp.async copies."""
 
     name = "kernel.cp_async_commit"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.cp_async_commit")
 
 
-class CpAsyncWaitOp(KernelOp):
+class CpAsyncWaitOp(GroupWaitOp):
     """`cp.async.wait_group N`: wait until at most `pending` of this thread's committed groups are in flight."""
 
     name = "kernel.cp_async_wait"
-    operand_names = ()
-    result_names = ()
-    attribute_types = {"pending": int}
-    num_regions = 0
-
-    def verify_op(self):
-        if not 0 <= self.attributes["pending"] <= 7:
-            raise self.error("pending must be 0 to 7")
-
-    def print_custom(self, p):
-        p.write(f"kernel.cp_async_wait {self.attributes['pending']}")
 
 
 # ---- mbarriers and TMA -----------------------------------------------------------------------------------------

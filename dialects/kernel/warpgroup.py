@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from irforge.index_expr import AffineMap
 
-from .ops import IndexedOp, KernelOp
+from .ops import BareOp, GroupWaitOp, IndexedOp
 from .types import FragType, SmemType, tma_swizzle
 
 # Swizzle mode field of a descriptor (bits 62-63) per row span in bytes.
@@ -125,47 +125,24 @@ class WgmmaOp(IndexedOp):
         p.write(" : ", p.type(self.result.type))
 
 
-class WgmmaFenceOp(KernelOp):
+class WgmmaFenceOp(BareOp):
     """`wgmma.fence`: orders the warpgroup's earlier register (and shared-memory) accesses before the wgmmas after
     it; needed before the first wgmma that reads an accumulator other instructions wrote."""
 
     name = "kernel.wgmma_fence"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.wgmma_fence")
 
 
-class WgmmaCommitOp(KernelOp):
+class WgmmaCommitOp(BareOp):
     """`wgmma.commit_group`: the wgmmas issued since the last commit form one group."""
 
     name = "kernel.wgmma_commit"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.wgmma_commit")
 
 
-class WgmmaWaitOp(KernelOp):
+class WgmmaWaitOp(GroupWaitOp):
     """`wgmma.wait_group N`: wait until at most `pending` committed groups are in flight; their accumulators are
     then ready and their operands' shared memory free."""
 
     name = "kernel.wgmma_wait"
-    operand_names = ()
-    result_names = ()
-    attribute_types = {"pending": int}
-    num_regions = 0
-
-    def verify_op(self):
-        if not 0 <= self.attributes["pending"] <= 7:
-            raise self.error("pending must be 0 to 7")
-
-    def print_custom(self, p):
-        p.write(f"kernel.wgmma_wait {self.attributes['pending']}")
 
 
 OPS = (WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp)
