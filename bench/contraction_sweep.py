@@ -1,19 +1,23 @@
-"""The contraction schedule sweep: fp32 products through the tile passes at several option points, against cuBLAS.
+"""The contraction schedule sweep: products through the tile passes at several option points, against cuBLAS.
 
-    python bench/contraction_sweep.py prepare DIR [--shapes ...] [--variants ...]   # no GPU: lower and compile
+    python bench/contraction_sweep.py prepare DIR [--shapes ...] [--variants ...] [--dtypes f32,bf16,f16]
     python bench/contraction_sweep.py run DIR [-o OUT.json]                          # on the GPU: check and time
 
-`prepare` writes each (shape, variant) as a cuda-level program (`DIR/<case>.ir`, the text parses back) and fills
-the NVRTC cache (`DIR/cache`) so the GPU run compiles nothing; `run` checks each program against torch (fp32, no
-TF32) on random inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, median), and prints
-a table (TFLOP/s, % of cuBLAS). The variants are pipelines: `default` is `loop-to-tile` as `torch-to-cuda` runs
-it; the others override tile pass options through the pipeline text, as the tuner would (`plain`: without the
-shared-memory passes, `plain+X`: with one of them back).
+`prepare` writes each (shape, dtype, variant) as a cuda-level program (`DIR/<shape>.<dtype>__<variant>.ir`, the
+text parses back) and fills the NVRTC cache (`DIR/cache`) so the GPU run compiles nothing; `run` checks each
+program against torch (fp32 without TF32; bf16 and f16 as cuBLAS computes them: f32 accumulation) on random
+inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, median), and prints a table
+(TFLOP/s, % of cuBLAS, and the bytes moved per second, the measure of decode-shaped products). The variants are
+pipelines: `default` is `loop-to-tile` as `torch-to-cuda` runs it; the others override tile pass options through
+the pipeline text, as the tuner would (`plain`: without the shared-memory passes, `plain+X`: with one of them
+back; `mma`, `wgmma...`, `simt`: the tensor-core atom forced). The shapes include the llm suite's linears L1-L14
+(nn.Linear's products: the weight [N, K]); `--shapes 'L*'` picks them.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import sys
@@ -35,6 +39,19 @@ SHAPES = {
     "sq.2048": (2048, 2048, 2048, False),
     "TL.q.s512.linear": (512, 2048, 2048, True),
 }
+
+
+def _llm_linears() -> dict:
+    from irforge.bench.llm import LINEAR, projection
+
+    out = {}
+    for cid, (model, proj, tokens) in LINEAR.items():
+        k, n = projection(model, proj)
+        out[cid] = (tokens, n, k, True)
+    return out
+
+
+SHAPES |= _llm_linears()
 
 
 def _loop_to_tile() -> list[str]:
@@ -95,24 +112,36 @@ VARIANTS = {
     "32x64.t32.split8": variant(bm=32, bn=64, threads=32, tm=8, tn=8, splits=8),
     "32x128.t64.split8.bk32.s4": variant(bm=32, bn=128, threads=64, tm=8, tn=8, splits=8, bk=32, stages=4),
     "32x256.t128.split8.bk16": variant(bm=32, bn=256, threads=128, tm=8, tn=8, splits=8, bk=16),
+    # tensor cores (16-bit products): the atom forced, and wgmma's block tiles and rings
+    "simt": variant(tile_tensorize="atom=none"),
+    "mma": variant(tile_tensorize="atom=mma"),
+    "wgmma.128x128.s4": variant(bm=128, bn=128, threads=256, stages=4, tile_tensorize="atom=wgmma"),
+    "wgmma.128x256": variant(bm=128, bn=256, threads=256, tile_tensorize="atom=wgmma"),
+    "wgmma.64x256": variant(bm=64, bn=256, threads=128, tile_tensorize="atom=wgmma"),
+    "wgmma.128x64": variant(bm=128, bn=64, threads=256, tile_tensorize="atom=wgmma"),
 }
 
 
-def loop_program(m: int, n: int, k: int, transposed: bool) -> str:
-    w_type = f"f32[{n},{k}]" if transposed else f"f32[{k},{n}]"
+def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32") -> str:
+    """y = x @ w (w [k, n], or [n, k] when `transposed`: nn.Linear's) in `dtype`, accumulated in f32."""
+    w_type = f"{dtype}[{n},{k}]" if transposed else f"{dtype}[{k},{n}]"
     w_sub = "%a1, %r" if transposed else "%r, %a1"
-    return f"""func.func @forward(%x: f32[{m},{k}], %w: {w_type}) -> f32[{m},{n}] {{
-  %y = loop.buffer f32[{m},{n}]
+    half = dtype != "f32"
+    widen = lambda v: f"\n          %{v}32 = scalar.cast %{v} : {dtype} -> f32" if half else ""
+    a, b, out = ("%a32", "%b32", "%o") if half else ("%a", "%b", "%s")
+    narrow = f"\n        %o = scalar.cast %s : f32 -> {dtype}" if half else ""
+    return f"""func.func @forward(%x: {dtype}[{m},{k}], %w: {w_type}) -> {dtype}[{m},{n}] {{
+  %y = loop.buffer {dtype}[{m},{n}]
   loop.kernel @k_matmul {{
     loop.for %a0 in 0..{m} {{
       loop.for %a1 in 0..{n} {{
         %s = loop.reduce %r in 0..{k} add(0.0) -> f32 {{
-          %a = loop.load %x[%a0, %r]
-          %b = loop.load %w[{w_sub}]
-          %p = scalar.mul %a, %b : f32
+          %a = loop.load %x[%a0, %r]{widen("a")}
+          %b = loop.load %w[{w_sub}]{widen("b")}
+          %p = scalar.mul {a}, {b} : f32
           loop.yield %p
-        }}
-        loop.store %y[%a0, %a1] = %s
+        }}{narrow}
+        loop.store %y[%a0, %a1] = {out}
       }}
     }}
   }}
@@ -121,7 +150,7 @@ def loop_program(m: int, n: int, k: int, transposed: bool) -> str:
 """
 
 
-def prepare(out: Path, shapes, variants) -> None:
+def prepare(out: Path, shapes, variants, dtypes=("f32",)) -> None:
     from irforge.parser import parse_module
     from irforge.pass_manager import run_pipeline
     from irforge.printer import print_module
@@ -129,28 +158,32 @@ def prepare(out: Path, shapes, variants) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
-    for s in shapes:
+    for s, dtype, v in ((s, d, v) for s in _matching(shapes) for d in dtypes for v in variants):
         m, n, k, tr = SHAPES[s]
-        for v in variants:
-            t0 = time.time()
-            module = parse_module(loop_program(m, n, k, tr))
-            try:
-                run_pipeline(module, VARIANTS[v] + ",tile-to-kernel,kernel-to-cuda")
-            except Exception as e:  # a refused option point is a row, not the end of the sweep
-                print(f"{s} {v}: refused: {str(e).splitlines()[0]}")
-                continue
-            logs = []
-            for op in module.body.ops:
-                if op.name == "cuda.kernel":
-                    a = op.attributes
-                    compile_cuda(a["source"], a["sym_name"], arch="sm_90a")
-                    log = compile_cuda(
-                        a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
-                    ).log
-                    usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
-                    logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
-            (out / f"{s}__{v}.ir").write_text(print_module(module))
-            print(f"{s} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}")
+        case = f"{s}.{dtype}"
+        t0 = time.time()
+        module = parse_module(loop_program(m, n, k, tr, dtype))
+        try:
+            run_pipeline(module, VARIANTS[v] + ",tile-to-kernel,kernel-to-cuda")
+        except Exception as e:  # a refused option point is a row, not the end of the sweep
+            print(f"{case} {v}: refused: {str(e).splitlines()[0]}")
+            continue
+        logs = []
+        for op in module.body.ops:
+            if op.name == "cuda.kernel":
+                a = op.attributes
+                compile_cuda(a["source"], a["sym_name"], arch="sm_90a")
+                log = compile_cuda(
+                    a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
+                ).log
+                usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
+                logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
+        (out / f"{case}__{v}.ir").write_text(print_module(module))
+        print(f"{case} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}")
+
+
+def _matching(patterns) -> list[str]:
+    return [s for s in SHAPES if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
 
 
 def run(src: Path, out_json: str | None, only: str = "") -> None:
@@ -166,10 +199,12 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
     rows = []
     for path in sorted(src.glob(f"{only or '*'}.ir")):
         case, v = path.stem.split("__")
-        m, n, k, tr = SHAPES[case]
+        shape, dtype = case.rsplit(".", 1)
+        m, n, k, tr = SHAPES[shape]
         module = parse_module(path.read_text(), str(path))
-        x = torch.randn(m, k, device="cuda")
-        w = torch.randn((n, k) if tr else (k, n), device="cuda")
+        tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        x = torch.randn(m, k, device="cuda", dtype=tdtype)
+        w = torch.randn((n, k) if tr else (k, n), device="cuda", dtype=tdtype)
         ref = x @ (w.t() if tr else w)
         try:
             exe = Executor(module)
@@ -179,8 +214,8 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
             print(f"{case} {v}: ERROR {str(e).splitlines()[0]}")
             rows.append({"case": case, "variant": v, "error": str(e).splitlines()[0]})
             continue
-        err = float((y - ref).norm() / ref.norm())
-        if not err < 1e-4:
+        err = float((y.float() - ref.float()).norm() / ref.float().norm())
+        if not err < (1e-4 if dtype == "f32" else 1e-2):
             print(f"{case} {v}: WRONG (relative error {err:.3g})")
             rows.append({"case": case, "variant": v, "error": err})
             continue
@@ -204,8 +239,9 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
         row = {"case": case, "variant": v, "us": med["irforge"], "cublas_us": med["cublas"], "error": err}
         row["tflops"] = flops / med["irforge"] / 1e6
         row["vs_cublas"] = med["cublas"] / med["irforge"]
+        row["gbps"] = (m * k + n * k + m * n) * x.element_size() / med["irforge"] / 1e3
         rows.append(row)
-        print(f"{case:18s} {v:14s} {med['irforge']:9.1f} us {row['tflops']:6.2f} TFLOP/s "
+        print(f"{case:18s} {v:18s} {med['irforge']:9.1f} us {row['tflops']:7.2f} TFLOP/s {row['gbps']:7.0f} GB/s "
               f"cuBLAS {med['cublas']:8.1f} us  {row['vs_cublas']:.2f}x")  # fmt: skip
     if out_json:
         env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
@@ -216,13 +252,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=["prepare", "run"])
     p.add_argument("dir", type=Path)
-    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--shapes", default=",".join(SHAPES), help="names or globs (L*), comma-separated")
+    p.add_argument("--dtypes", default="f32", help="element types of the products: f32, bf16, f16")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("-o", dest="out")
     p.add_argument("--only", default="", help="run the programs whose file names match this glob (case__variant)")
     a = p.parse_args(argv)
     if a.mode == "prepare":
-        prepare(a.dir, a.shapes.split(","), a.variants.split(","))
+        prepare(a.dir, a.shapes.split(","), a.variants.split(","), a.dtypes.split(","))
     else:
         run(a.dir, a.out, a.only)
     return 0

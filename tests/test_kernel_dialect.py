@@ -85,7 +85,7 @@ BAD = [
         'takes an "a", a "b" and an "acc" fragment',
         3,
     ),
-    ('  %c = kernel.const 0.0 : !kernel.frag<"a", f32, [16, 8]>\n', "no fragment layout", 2),
+    ('  %c = kernel.const 0.0 : !kernel.frag<"a", f32, [16, 8]>\n', "shape is a multiple of [16, 16]", 2),
     ("  %s = kernel.smem f32[4] swizzle(1, 2)\n", "expected", 2),
     ("  %t = kernel.thread_id x\n  %v = kernel.shfl_xor %t, 3 {width = 3} : index\n", "width must be a power", 3),
     ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[3]\n", "moves 12 bytes; vector accesses", 3),

@@ -306,3 +306,91 @@ def test_warp_allreduce_of_monoid_carriers(monoid):
 
     run_pipeline(m, "kernel-to-cuda")
     compile_cuda(m.body.ops[0].attributes["source"], "k_allreduce", arch="sm_90a")
+
+
+def test_ldmatrix_rows_must_be_aligned_16_byte_pieces():
+    ex = examples.ldmatrix_mma(16, 8, 32, a_t=False, b_t=True)
+    rng = np.random.default_rng(0)
+    # The A tile starting 4 columns in: each 8-element matrix row starts 8 bytes past a 16-byte boundary.
+    shifted = ex.ir.replace("%fa = kernel.ldmatrix %as[0, %k0]", "%fa = kernel.ldmatrix %as[0, %k0 floordiv 2 + 4]")
+    shifted = shifted.replace("%k0 in 0 .. 32 step 16", "%k0 in 0 .. 16 step 16")
+    with pytest.raises(IRForgeError) as e:
+        run(parse_module(shifted, "planted.ir"), ex.make_inputs(rng))
+    assert "row 0 of 8 x 8 matrix 0 is not 16 contiguous bytes aligned to 16" in e.value.render()
+    # A swizzle that moves 8-byte pieces splits a matrix row; the verifier names what ldmatrix needs.
+    swizzled = ex.ir.replace("%as = kernel.smem bf16[16,32]", "%as = kernel.smem bf16[16,32] swizzle(2, 2, 3)")
+    with pytest.raises(IRForgeError) as e:
+        parse_module(swizzled, "planted.ir")
+    assert "rows of whole 16-byte pieces that a swizzle keeps together" in e.value.render()
+    # The same swizzle on 16-byte pieces keeps every matrix row whole: the product is unchanged.
+    kept = ex.ir.replace("%as = kernel.smem bf16[16,32]", "%as = kernel.smem bf16[16,32] swizzle(2, 3, 3)")
+    ins = ex.make_inputs(rng)
+    (y,) = run(parse_module(kept), ins)
+    np.testing.assert_allclose(y, ex.reference(ins)[0], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("b_t", [False, True])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_ldmatrix_and_multi_atom_mma_in_every_storage_order(a_t, b_t, dtype):
+    ex = examples.ldmatrix_mma(32, 24, 32, a_t=a_t, b_t=b_t, dtype=dtype)
+    ins = ex.make_inputs(np.random.default_rng(1))
+    (y,) = run(parse_module(ex.ir), ins)
+    np.testing.assert_allclose(y, ex.reference(ins)[0], rtol=1e-5, atol=1e-4)
+
+
+# ---- wgmma -----------------------------------------------------------------------------------------------------
+def _wgmma_run(ir: str, ex):
+    ins = ex.make_inputs(np.random.default_rng(3))
+    return run(parse_module(ir, "wgmma.ir"), ins), ex.reference(ins)
+
+
+def _wgmma_fails(ir: str, ex, message: str) -> None:
+    with pytest.raises(IRForgeError) as e:
+        _wgmma_run(ir, ex)
+    assert message in e.value.render() and e.value.render().startswith("wgmma.ir:"), e.value.render()
+
+
+def test_wgmma_reads_its_operands_through_the_descriptor_layout():
+    """The simulator reads a wgmma's tiles where the descriptor says (groups of 8 rows, the hardware's swizzle of
+    absolute addresses), not through the buffer's own indexing: a tile whose first row is not a multiple of 8 is
+    refused, and a buffer written in another layout than the one the descriptor names is refused by the op."""
+    ex = examples.wgmma_linear(16, 64, bk=64, warpgroups=2)
+    (y,), (ref,) = _wgmma_run(ex.ir, ex)
+    assert rel_err(y, ref) < 1e-5
+    _wgmma_fails(
+        ex.ir.replace("%as[%row, %ks * 16]", "%as[%row + 4, %ks * 16]"), ex, "does not start a group of 8 rows"
+    )
+    dense = ex.ir.replace("[128, 64], [128, 64], 128>", "[128, 64], [128, 64]>").replace(
+        "bf16[128,64] swizzle(3, 3, 3)", "bf16[128,64]"
+    )
+    with pytest.raises(IRForgeError, match=r"A: rows of 128 bytes need the 128-byte swizzle\(3, 3, 3\)"):
+        parse_module(dense)
+
+
+def test_wgmma_async_hazards_are_caught():
+    """A wgmma is asynchronous: issuing one on registers other code wrote without a fence, reading its accumulator
+    with no wait (it reads as NaN, as the registers would hold garbage), and overwriting its operands' shared memory
+    before the wait (a group left in flight while the next chunk's copy lands in the one buffer) are each caught."""
+    ex = examples.wgmma_linear(16, 128, bk=64)
+    _wgmma_fails(ex.ir.replace("    kernel.wgmma_fence\n", ""), ex, "no kernel.wgmma_fence since")
+    (y,), _ = _wgmma_run(ex.ir.replace("    kernel.wgmma_wait 0\n", ""), ex)
+    assert np.isnan(y).all()
+    _wgmma_fails(
+        ex.ir.replace("kernel.wgmma_wait 0", "kernel.wgmma_wait 1"), ex, "written before its kernel.wgmma_wait"
+    )
+
+
+def test_wgmma_descriptor_bits():
+    """PTX's matrix-descriptor format, by hand: a 128-byte-swizzled K-major bf16 tile at shared address 0x400 has
+    start 0x400 >> 4 = 0x40 (bits 0-13), LBO 1 (16 bytes, bits 16-29), SBO 1024 >> 4 = 64 (bits 32-45) and mode 1
+    (bits 62-63); rows of 64 bytes: SBO 512 >> 4 = 32, mode 2; rows of 32 bytes: SBO 16, mode 3."""
+    from irforge.dialects.kernel.types import SmemType
+    from irforge.dialects.kernel.warpgroup import descriptor
+
+    from irforge.types import bf16
+
+    assert descriptor(SmemType(bf16, (64, 64), (3, 3, 3))).bits(0x400) == 0x40 | 1 << 16 | 64 << 32 | 1 << 62
+    assert descriptor(SmemType(bf16, (3, 64, 32), (2, 3, 3))).bits(0) == 1 << 16 | 32 << 32 | 2 << 62
+    assert descriptor(SmemType(bf16, (64, 16), (1, 3, 3))).bits(0) == 1 << 16 | 16 << 32 | 3 << 62
+    assert "rows of 64 bytes need" in descriptor(SmemType(bf16, (64, 32)))

@@ -178,7 +178,7 @@ def test_mma_fragment_addresses_follow_the_layout_table():
     assert "fa[7] = as[(irf_g + 8) * 16 + (irf_t * 2 + 9)];" in src
     assert "fb[0] = ws[irf_g * 16 + irf_t * 2];" in src
     assert "fb[3] = ws[irf_g * 16 + (irf_t * 2 + 9)];" in src
-    assert "irf_mma_m16n8k16(c2, fa, fb, c);" in src
+    assert "irf_mma_m16n8k16(c2[0], c2[1], c2[2], c2[3], fa + 0, fb + 0);" in src
     assert "y[tm * 128 + tn * 8 + (irf_g + 8) * 8 + (irf_t * 2 + 1)] = acc[3];" in src
 
 

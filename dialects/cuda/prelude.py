@@ -4,7 +4,8 @@ It is generated from `irforge.scalar_ops`: for every op whose CUDA spelling is a
 per dtype the op accepts (double, float, __half, __nv_bfloat16, the integer types, bool), with numpy's semantics
 (NaN-propagating max/min, Python's floor division and modulo, round half to even). Half types compute in float and
 round once, as the simulator does. The rest is what the emitter's statements call: vector loads and stores,
-shared-memory swizzles, cp.async, mbarriers, TMA, the mma.sync atom, atomics, conversions.
+shared-memory swizzles, cp.async, mbarriers, TMA, ldmatrix and the mma.sync atom, wgmma's descriptors and groups,
+atomics, conversions.
 
 The runtime hands this text to NVRTC as a named header, so emitted sources stay short; `prelude_source()` is also
 what to save next to a dumped kernel to compile it with nvcc.
@@ -255,24 +256,50 @@ IRF_DEV unsigned irf_pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
 IRF_DEV unsigned irf_pack2(__half lo, __half hi) {
   return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
 }
-IRF_DEV void irf_mma_m16n8k16(float (&d)[4], const __nv_bfloat16 (&a)[8], const __nv_bfloat16 (&b)[4],
-                              const float (&c)[4]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9},"
-      " {%10, %11, %12, %13};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(irf_pack2(a[0], a[1])), "r"(irf_pack2(a[2], a[3])), "r"(irf_pack2(a[4], a[5])),
-        "r"(irf_pack2(a[6], a[7])), "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])), "f"(c[0]), "f"(c[1]),
-        "f"(c[2]), "f"(c[3]));
+// One m16n8k16 atom: D (four accumulators, in place) += A x B; `a` and `b` point at the atom's 8 and 4 elements.
+#define IRF_MMA_M16N8K16(T, PTX)                                                                                   \
+  IRF_DEV void irf_mma_m16n8k16(float& d0, float& d1, float& d2, float& d3, const T* a, const T* b) {          \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"  \
+                 " {%8, %9}, {%0, %1, %2, %3};\n"                                                               \
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)                                                         \
+                 : "r"(irf_pack2(a[0], a[1])), "r"(irf_pack2(a[2], a[3])), "r"(irf_pack2(a[4], a[5])),            \
+                   "r"(irf_pack2(a[6], a[7])), "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])));           \
+  }
+IRF_MMA_M16N8K16(__nv_bfloat16, "bf16")
+IRF_MMA_M16N8K16(__half, "f16")
+
+// ---- wgmma (sm_90a): operands in shared memory, named by 64-bit matrix descriptors ----
+// A descriptor: the tile's shared-memory address in 16-byte units (bits 0-13) or'ed with its layout fields (LBO,
+// SBO, swizzle mode), which the emitter computes from the buffer's type.
+IRF_DEV unsigned long long irf_wgmma_desc(const void* tile, unsigned long long layout) {
+  return (unsigned long long)((irf_smem_addr(tile) & 0x3FFFF) >> 4) | layout;
 }
-IRF_DEV void irf_mma_m16n8k16(float (&d)[4], const __half (&a)[8], const __half (&b)[4], const float (&c)[4]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9},"
-      " {%10, %11, %12, %13};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(irf_pack2(a[0], a[1])), "r"(irf_pack2(a[2], a[3])), "r"(irf_pack2(a[4], a[5])),
-        "r"(irf_pack2(a[6], a[7])), "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])), "f"(c[0]), "f"(c[1]),
-        "f"(c[2]), "f"(c[3]));
+IRF_DEV void irf_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+IRF_DEV void irf_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> IRF_DEV void irf_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// ldmatrix: COUNT (1, 2, 4) 8 x 8 matrices of 16-bit elements; this lane's pair of each lands in dst[2q], dst[2q+1].
+template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, const T* src) {
+  unsigned r[COUNT];
+  const unsigned s = irf_smem_addr(src);
+  if constexpr (COUNT == 4 && TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+  } else if constexpr (COUNT == 4) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+  } else if constexpr (COUNT == 2 && TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+  } else if constexpr (COUNT == 2) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+  } else if constexpr (TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(s));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(s));
+  }
+  memcpy(dst, r, sizeof(r));
 }
 
 // ---- atomics: add natively; float max/min by compare-and-swap (NaN-propagating like irf_maximum) ----

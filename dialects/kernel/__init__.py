@@ -26,6 +26,7 @@ from irforge.scalar_ops import SCALAR_OPS
 from .ops import OPS
 from .syntax import KernelSyntax
 from .types import TYPES
+from .warpgroup import OPS as WARPGROUP_OPS
 
 
 def _grammar() -> str:
@@ -36,8 +37,8 @@ def _grammar() -> str:
 
 dialect = Dialect(
     name="kernel",
-    summary="hardware primitives: threads, shared memory, barriers, shuffles, async copies, TMA, mma",
-    ops=OPS,
+    summary="hardware primitives: threads, shared memory, barriers, shuffles, async copies, TMA, mma, wgmma",
+    ops=OPS + WARPGROUP_OPS,
     types=TYPES,
     level="kernel",
     grammar=_grammar(),

@@ -26,6 +26,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.types import TensorType, boolean, index
 
 from . import ops as K
+from . import warpgroup as WG
 from .ops import Val, bind_values
 
 
@@ -250,8 +251,25 @@ class KernelBuilder:
         attrs = ({"stride": stride} if stride is not None else {}) | ({"transpose": UNIT} if transpose else {})
         return self._indexed(K.FragStoreOp, [frag, mem], {"index": list(idx)}, attrs=attrs)
 
+    def ldmatrix(self, mem: Value, idx, t, transpose=False, hint=None) -> Value:
+        attrs = {"transpose": UNIT} if transpose else {}
+        return self._indexed(K.LdmatrixOp, [mem], {"index": list(idx)}, [t], attrs, hint)
+
     def mma(self, a: Value, b: Value, c: Value, hint: str | None = None) -> Value:
         return self._add(K.MmaOp([a, b, c], [c.type]), hint)
+
+    def wgmma(self, a: Value, a_idx, b: Value, b_idx, c: Value, hint: str | None = None) -> Value:
+        groups = {"index_a": list(a_idx), "index_b": list(b_idx)}
+        return self._indexed(WG.WgmmaOp, [a, b, c], groups, [c.type], hint=hint)
+
+    def wgmma_fence(self) -> Operation:
+        return self._add(WG.WgmmaFenceOp((), ()))
+
+    def wgmma_commit(self) -> Operation:
+        return self._add(WG.WgmmaCommitOp((), ()))
+
+    def wgmma_wait(self, pending: int) -> Operation:
+        return self._add(WG.WgmmaWaitOp((), (), {"pending": pending}))
 
 
 __all__ = ["KernelBuilder", "Val"]

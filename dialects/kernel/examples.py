@@ -760,6 +760,129 @@ func.func @forward(%a: {dtype}[{m},{k}], %w: {dtype}[{n},{k}]) -> f32[{m},{n}] {
     )
 
 
+def ldmatrix_mma(wm: int, wn: int, k: int, a_t: bool = False, b_t: bool = True, dtype: str = "bf16") -> Example:
+    """y = a @ b for one warp's [wm, wn] tile, its fragments loaded with ldmatrix: a stored [wm, k] (or [k, wm] when
+    `a_t`), b stored [k, wn] (or [wn, k] when `b_t`, as nn.Linear weights are), both copied whole into shared memory
+    first; (wm / 16) x (wn / 8) mma atoms a step of 16 along k."""
+    assert wm % 16 == 0 and wn % 8 == 0 and k % 16 == 0
+    a_shape, b_shape = ((k, wm) if a_t else (wm, k)), ((wn, k) if b_t else (k, wn))
+    fa, fb, acc = (f'!kernel.frag<"a", {dtype}, [{wm}, 16]>', f'!kernel.frag<"b", {dtype}, [16, {wn}]>',
+                   f'!kernel.frag<"acc", f32, [{wm}, {wn}]>')  # fmt: skip
+    a_at = "[%k0, 0] transpose" if a_t else "[0, %k0]"
+    b_at = "[0, %k0] transpose" if b_t else "[%k0, 0]"
+
+    def fill(src: str, dst: str, shape) -> str:
+        rows, cols = shape
+        return f"""  kernel.for %e_{src} in %lane .. {rows * cols} step 32 {{
+    %v_{src} = kernel.load %{src}[%e_{src}] : {dtype}
+    kernel.store %v_{src}, %{dst}[%e_{src} floordiv {cols}, %e_{src} mod {cols}]
+  }}
+"""
+
+    head = _header("k_ldmatrix_mma", [f"%a: !kernel.ptr<{dtype}>", f"%b: !kernel.ptr<{dtype}>", "%y: !kernel.ptr<f32>"],
+                   "1", "32")  # fmt: skip
+    ir = f"""{head} {{
+  %as = kernel.smem {dtype}[{a_shape[0]},{a_shape[1]}]
+  %bs = kernel.smem {dtype}[{b_shape[0]},{b_shape[1]}]
+  %lane = kernel.thread_id x
+{fill("a", "as", a_shape)}{fill("b", "bs", b_shape)}  kernel.barrier
+  %zero = kernel.const 0.0 : {acc}
+  %d = kernel.for %k0 in 0 .. {k} step 16 carry(%c <- %zero : {acc}) {{
+    %fa = kernel.ldmatrix %as{a_at} : {fa}
+    %fb = kernel.ldmatrix %bs{b_at} : {fb}
+    %c2 = kernel.mma %fa, %fb, %c : {acc}
+    kernel.yield %c2
+  }}
+  kernel.frag_store %d, %y[0] stride {wn}
+}}
+func.func @forward(%a: {dtype}[{a_shape[0]},{a_shape[1]}], %b: {dtype}[{b_shape[0]},{b_shape[1]}]) -> f32[{wm},{wn}] {{
+  %y = kernel.alloc : f32[{wm},{wn}]
+  kernel.launch @k_ldmatrix_mma(%a, %b, %y)
+  func.return %y
+}}
+"""
+
+    def reference(ins):
+        a, b = (x.astype(np.float64) for x in ins)
+        return [(a.T if a_t else a) @ (b.T if b_t else b)]
+
+    tag = ("t" if a_t else "n") + ("t" if b_t else "n")
+    return Example(
+        f"ldmatrix_mma_{tag}_{dtype}",
+        ir,
+        lambda rng: [_rand(rng, a_shape, dtype), _rand(rng, b_shape, dtype)],
+        reference,
+        1e-5,
+        (wm * k + wn * k) * ScalarType(dtype).bytes + wm * wn * 4,
+        lambda a, b: [(a.float().T if a_t else a.float()) @ (b.float().T if b_t else b.float())],
+    )
+
+
+def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
+    """y = a @ b.T (a [64 * warpgroups, k], b [n, k] as nn.Linear keeps weights, f32 out) on wgmma: thread 0 has
+    the copy engine bring each chunk of `bk` columns of both into shared memory (rows of 2 * bk bytes, swizzled in
+    that span: the layout the descriptors name), every warpgroup fences, issues bk / 16 wgmmas on its 64 rows,
+    commits and waits for them before the next chunk overwrites the buffers."""
+    span = 2 * bk
+    m = 64 * warpgroups
+    acc = f'!kernel.frag<"acc", f32, [64, {n}], "wgmma">'
+    sw = f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
+    head = _header(
+        f"k_wgmma_linear_{dtype}",
+        [f"%am: !kernel.tensormap<{dtype}, [{m}, {k}], [{m}, {bk}], {span}>",
+         f"%bm: !kernel.tensormap<{dtype}, [{n}, {k}], [{n}, {bk}], {span}>", "%y: !kernel.ptr<f32>"],
+        "1",
+        f"{128 * warpgroups}",
+    )  # fmt: skip
+    ir = f"""{head} {{
+  %as = kernel.smem {dtype}[{m},{bk}] {sw}
+  %bs = kernel.smem {dtype}[{n},{bk}] {sw}
+  %full = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %c0 = kernel.const 0 : index
+  %leader = kernel.eq %t, %c0 : bool
+  kernel.if %leader {{
+    kernel.mbarrier_init %full[0], 1
+  }}
+  kernel.barrier
+  %row = kernel.index %t floordiv 128 * 64
+  %zero = kernel.const 0.0 : {acc}
+  %d = kernel.for %kc in 0 .. {k // bk} carry(%c <- %zero : {acc}) {{
+    kernel.if %leader {{
+      kernel.mbarrier_arrive %full[0] expect_tx {(m + n) * span}
+      kernel.tma_load %am[0, %kc * {bk}] -> %as, %full[0]
+      kernel.tma_load %bm[0, %kc * {bk}] -> %bs, %full[0]
+    }}
+    kernel.mbarrier_wait %full[0], parity %kc mod 2
+    kernel.wgmma_fence
+    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : {acc}) {{
+      %ci2 = kernel.wgmma %as[%row, %ks * 16], %bs[0, %ks * 16], %ci : {acc}
+      kernel.yield %ci2
+    }}
+    kernel.wgmma_commit
+    kernel.wgmma_wait 0
+    kernel.barrier
+    kernel.yield %c1
+  }}
+  kernel.frag_store %d, %y[%row * {n}] stride {n}
+}}
+func.func @forward(%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]) -> f32[{m},{n}] {{
+  %y = kernel.alloc : f32[{m},{n}]
+  kernel.launch @k_wgmma_linear_{dtype}(%a, %b, %y)
+  func.return %y
+}}
+"""
+    return Example(
+        f"wgmma_linear_{dtype}_n{n}_bk{bk}",
+        ir,
+        lambda rng: [_rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)],
+        lambda ins: [ins[0].astype(np.float64) @ ins[1].astype(np.float64).T],
+        1e-5,
+        (m * k + n * k) * ScalarType(dtype).bytes + m * n * 4,
+        lambda a, b: [a.float() @ b.float().T],
+    )
+
+
 def tiny_examples() -> list[Example]:
     """Every example at a size the simulator runs in well under a second each."""
     return [
@@ -780,6 +903,11 @@ def tiny_examples() -> list[Example]:
         tma_scale(16, 128, box_rows=8, box_cols=32, block=64, swizzle=64),
         tma_scale(32, 128, box_rows=16, box_cols=64, block=64, swizzle=128),
         mma_linear(32, 16, 48),
+        ldmatrix_mma(32, 24, 32, a_t=False, b_t=True),
+        ldmatrix_mma(16, 16, 32, a_t=True, b_t=False, dtype="f16"),
+        wgmma_linear(16, 128, bk=64),
+        wgmma_linear(24, 64, bk=32, dtype="f16"),
+        wgmma_linear(8, 32, bk=16, warpgroups=2),
     ]
 
 
@@ -803,4 +931,8 @@ def gpu_examples() -> list[Example]:
         tma_scale(4096, 4096, box_rows=32, box_cols=64, block=256),
         tma_scale(4096, 4096, box_rows=32, box_cols=64, block=256, swizzle=128),
         mma_linear(256, 256, 512),
+        ldmatrix_mma(64, 64, 256, a_t=False, b_t=True),
+        ldmatrix_mma(64, 32, 128, a_t=True, b_t=False, dtype="f16"),
+        wgmma_linear(192, 4096, bk=64, warpgroups=2),
+        wgmma_linear(128, 1024, bk=32, dtype="f16"),
     ]

@@ -22,7 +22,6 @@ from irforge.target import target
 from irforge.types import FunctionType, ScalarType, TensorType, boolean, index
 
 from ..launch import dims_text, launch_dims
-from .fragments import MMA_SHAPES
 from .types import (
     FragType,
     MbarrierType,
@@ -632,7 +631,8 @@ class SplatOp(KernelOp):
 
 
 class ReshapeOp(KernelOp):
-    """The same register tile (its elements in the same order) with another shape: free."""
+    """The same register tile (its elements in the same order) with another shape: free. A fragment reshapes to
+    the register tile of its lane's elements (an accumulator's are row-major over the lane's points) and back."""
 
     name = "kernel.reshape"
     operand_names = ("input",)
@@ -642,8 +642,13 @@ class ReshapeOp(KernelOp):
 
     def verify_op(self):
         s, r = self.input.type, self.result.type
-        if not isinstance(s, TensorType) or not isinstance(r, TensorType) or s.dtype != r.dtype or s.numel != r.numel:
-            raise self.error(f"reshapes a register tile to one of the same element type and size, not {s} to {r}")
+        sizes = [t.numel if isinstance(t, TensorType) else getattr(t, "per_lane", None) for t in (s, r)]
+        frags = isinstance(s, FragType) + isinstance(r, FragType)
+        if None in sizes or frags > 1 or element_type(s) != element_type(r) or sizes[0] != sizes[1]:
+            raise self.error(
+                f"reshapes a register tile (or a fragment's lane elements) to a tile of the same element type and "
+                f"size, or back, not {s} to {r}"
+            )
 
     def print_custom(self, p):
         s, r = self.input.type, self.result.type
@@ -1008,29 +1013,41 @@ class AtomicOp(IndexedOp):
         p.attr_dict(self.attributes, elide=("kind", "index"))
 
 
-class BarrierOp(KernelOp):
-    """`__syncthreads()`: every thread of the block waits here; orders shared-memory accesses across it."""
+class BareOp(KernelOp):
+    """An op of no operands and no results: a fence, a barrier, a commit; printed as its name."""
 
-    name = "kernel.barrier"
     operand_names = ()
     result_names = ()
     num_regions = 0
 
     def print_custom(self, p):
-        p.write("kernel.barrier")
+        p.write(self.name)
 
 
-class FenceProxyAsyncOp(KernelOp):
+class GroupWaitOp(BareOp):
+    """Wait until at most `pending` committed groups (of cp.async copies, of wgmmas) are in flight."""
+
+    attribute_types = {"pending": int}
+
+    def verify_op(self):
+        if not 0 <= self.attributes["pending"] <= 7:
+            raise self.error("pending must be 0 to 7")
+
+    def print_custom(self, p):
+        p.write(f"{self.name} {self.attributes['pending']}")
+
+
+class BarrierOp(BareOp):
+    """`__syncthreads()`: every thread of the block waits here; orders shared-memory accesses across it."""
+
+    name = "kernel.barrier"
+
+
+class FenceProxyAsyncOp(BareOp):
     """`fence.proxy.async.shared::cta`: makes this thread's ordinary shared-memory writes visible to the async
     proxy (TMA, wgmma) that reads them next."""
 
     name = "kernel.fence_proxy_async"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.fence_proxy_async")
 
 
 # ---- warp shuffles ---------------------------------------------------------------------------------------------
@@ -1126,33 +1143,16 @@ class CpAsyncOp(IndexedOp):
         p.write(" : ", p.type(self.attributes["chunk"]))
 
 
-class CpAsyncCommitOp(KernelOp):
+class CpAsyncCommitOp(BareOp):
     """`cp.async.commit_group`: close this thread's group of pending cp.async copies."""
 
     name = "kernel.cp_async_commit"
-    operand_names = ()
-    result_names = ()
-    num_regions = 0
-
-    def print_custom(self, p):
-        p.write("kernel.cp_async_commit")
 
 
-class CpAsyncWaitOp(KernelOp):
+class CpAsyncWaitOp(GroupWaitOp):
     """`cp.async.wait_group N`: wait until at most `pending` of this thread's committed groups are in flight."""
 
     name = "kernel.cp_async_wait"
-    operand_names = ()
-    result_names = ()
-    attribute_types = {"pending": int}
-    num_regions = 0
-
-    def verify_op(self):
-        if not 0 <= self.attributes["pending"] <= 7:
-            raise self.error("pending must be 0 to 7")
-
-    def print_custom(self, p):
-        p.write(f"kernel.cp_async_wait {self.attributes['pending']}")
 
 
 # ---- mbarriers and TMA -----------------------------------------------------------------------------------------
@@ -1331,6 +1331,38 @@ class FragStoreOp(IndexedOp):
         _print_frag_options(p, self.attributes)
 
 
+class LdmatrixOp(IndexedOp):
+    """`ldmatrix`: load an "a" or "b" mma fragment of 16-bit elements from shared memory, the tile `kernel.frag_load`
+    would (its first element at the index, rows along the second-to-last dimension, `transpose` for a tile stored
+    column-major), as 8 x 8 matrices, four per instruction: each lane gives the address of one matrix row, which
+    must be 16 contiguous bytes aligned to 16 (the simulator checks, swizzles included). Every lane of the warp
+    must take part."""
+
+    name = "kernel.ldmatrix"
+    operand_names = ("mem", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index": AffineMap}
+    optional_attributes = {"transpose": _UNIT_T}
+    num_regions = 0
+    num_fixed = 1
+
+    def verify_op(self):
+        self.verify_indices()
+        t, frag = self.mem.type, self.result.type
+        if not isinstance(t, SmemType):
+            raise self.error(f"loads from shared memory (a !kernel.smem), not {t}")
+        _check_frag_mem(self, self.mem, frag)
+        if frag.layout != "mma" or frag.role not in ("a", "b") or frag.dtype.bytes != 2:
+            raise self.error(f'loads "a" or "b" mma fragments of 16-bit elements, not {frag}')
+        if (t.shape[-1] * 2) % 16 or (t.swizzle and t.swizzle[1] < 3):
+            raise self.error(f"needs rows of whole 16-byte pieces that a swizzle keeps together, not {t}")
+
+    def print_custom(self, p):
+        p.write("kernel.ldmatrix ", p.value(self.mem), "[", self.fmt(p, "index"), "]")
+        _print_frag_options(p, self.attributes)
+        p.write(" : ", p.type(self.result.type))
+
+
 def _print_frag_options(p, attrs) -> None:
     if "stride" in attrs:
         p.write(f" stride {attrs['stride']}")
@@ -1340,7 +1372,8 @@ def _print_frag_options(p, attrs) -> None:
 
 
 class MmaOp(KernelOp):
-    """`mma.sync.aligned` (m16n8k16, f16/bf16 operands, f32 accumulator): D = A x B + C for one warp."""
+    """`mma.sync.aligned` (m16n8k16, f16/bf16 operands, f32 accumulator): D = A x B + C for one warp's tile, A
+    [M, 16] and B [16, N] in atoms of 16 x 16 and 16 x 8: (M / 16) x (N / 8) instructions."""
 
     name = "kernel.mma"
     operand_names = ("a", "b", "c")
@@ -1356,8 +1389,10 @@ class MmaOp(KernelOp):
         a, b, c = (v.type for v in self.operands)
         if not all(isinstance(t, FragType) for t in (a, b, c)) or (a.role, b.role, c.role) != ("a", "b", "acc"):
             raise self.error('takes an "a", a "b" and an "acc" fragment')
-        if (a.shape, b.shape, c.shape) not in MMA_SHAPES:
-            raise self.error(f"no mma shape for {a}, {b}, {c}")
+        if {a.layout, b.layout, c.layout} != {"mma"}:
+            raise self.error("multiplies fragments of the mma layout")
+        if a.shape[1] != 16 or b.shape[0] != 16 or (a.shape[0], b.shape[1]) != c.shape:
+            raise self.error(f"no mma shape for {a}, {b}, {c}: A [M, 16] x B [16, N] into C [M, N]")
         if a.dtype != b.dtype or a.dtype.name not in ("f16", "bf16") or c.dtype.name != "f32":
             raise self.error("multiplies f16 or bf16 operands of one type into an f32 accumulator")
         if self.result.type != c:
@@ -1410,5 +1445,6 @@ OPS = (
     TmaLoadOp,
     FragLoadOp,
     FragStoreOp,
+    LdmatrixOp,
     MmaOp,
 )

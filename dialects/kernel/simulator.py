@@ -31,8 +31,9 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, 
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
+from . import fragments
 from . import ops as K
-from .fragments import FRAGMENT_LAYOUTS
+from . import warpgroup as WG
 from .types import FragType, MbarrierType, SmemType, TensorMapType, element_type
 
 WARP = target().warp_size
@@ -177,6 +178,13 @@ class Warp:
         self.done = False
         self.open_group: list = []  # cp.async copies not yet committed
         self.groups: list = []  # committed cp.async groups, oldest first
+        # wgmma: accumulators in flight {result value: its lanes' values once ready}, the wgmmas issued since the
+        # last commit and the committed groups (each wgmma with the shared memory it read), whether a wgmma_fence
+        # came since the last wait
+        self.wgmma_inflight: dict = {}
+        self.wgmma_open: list = []
+        self.wgmma_groups: list = []
+        self.wgmma_fenced = False
 
 
 class BlockSim:
@@ -862,6 +870,10 @@ def _for(sim, op, values, mask, w, env):
 
 
 def _select(mask, new, old):
+    """`new` where the lanes are active, else `old`: `new` itself when all are (values are never changed in place,
+    except a wgmma's accumulator, which its wait fills: a carry must stay that same array)."""
+    if mask.all():
+        return new
     m = mask.reshape(mask.shape + (1,) * (np.ndim(new) - 1))
     return np.where(m, new, old)
 
@@ -1048,28 +1060,39 @@ def _land_tma(bar: Mbarrier, rec) -> None:
 
 
 # ---- tensor cores ----------------------------------------------------------------------------------------------
-def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w) -> np.ndarray:
-    """Flat addresses (32 x per_lane) of each lane's fragment elements."""
-    if not mask.all() or len(mask) != WARP:
-        raise sim._error(op, "a fragment access needs all 32 lanes of the warp", w)
-    layout = FRAGMENT_LAYOUTS[(frag.role, frag.shape)]
+def _lane_points(frag: FragType, w: Warp) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols), each 32 x per_lane: where each lane's fragment elements sit in the tile."""
     lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
-    rc = [f(g, t) for f in layout]
-    rows = np.stack([r for r, _ in rc], axis=1)
-    cols = np.stack([c for _, c in rc], axis=1)
+    pts = frag.points(lane // 4, lane % 4, w.index % 4)
+    rows = np.stack([np.broadcast_to(r, lane.shape) for r, _ in pts], axis=1)
+    cols = np.stack([np.broadcast_to(c, lane.shape) for _, c in pts], axis=1)
+    return rows, cols
+
+
+def _whole_warp(sim, op, mask, w, what: str) -> None:
+    if not mask.all() or len(mask) != WARP:
+        raise sim._error(op, f"{what} needs all 32 lanes of the warp", w)
+
+
+def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w, rows=None, cols=None) -> np.ndarray:
+    """Flat addresses (32 x per_lane by default) of each lane's fragment elements, or of the tile points `rows`,
+    `cols` (any shape)."""
+    _whole_warp(sim, op, mask, w, "a fragment access")
+    if rows is None:
+        rows, cols = _lane_points(frag, w)
     if "transpose" in op.attributes:
         rows, cols = cols, rows
     idx = sim._index(op, "index", values, mask, w)
+    lanes = (WARP,) + (1,) * (rows.ndim - 1)
     if isinstance(mem, GlobalBuffer):
-        addrs = idx[0][:, None] + rows * op.attributes["stride"] + cols
+        addrs = idx[0].reshape(lanes) + rows * op.attributes["stride"] + cols
         bad = (addrs < 0) | (addrs >= mem.numel)
         if bad.any():
-            lane_k = int(np.argmax(bad.any(axis=1)))
+            lane_k = int(np.argmax(bad.reshape(WARP, -1).any(axis=1)))
             raise sim._error(op, f"fragment element outside {mem.name}'s {mem.numel} elements", w, lane_k)
         return addrs
     t_ = mem.type
-    full = [np.broadcast_to(i[:, None], rows.shape) for i in idx]
+    full = [np.broadcast_to(i.reshape(lanes), rows.shape) for i in idx]
     full[-2] = full[-2] + rows
     full[-1] = full[-1] + cols
     for i, size in zip(full, t_.shape):
@@ -1084,36 +1107,123 @@ def _frag_load(sim, op, values, mask, w, env):
     values[op.result] = _read(sim, op, mem, addrs, mask, w)
 
 
+def _ldmatrix(sim, op, values, mask, w, env):
+    """A fragment load whose 8 x 8 matrices' rows (8 elements along a memory row) must each be 16 contiguous,
+    16-byte aligned bytes."""
+    frag = op.result.type
+    mem = values[op.mem]
+    starts = np.asarray(fragments.operand_matrices(frag.role, frag.shape))  # matrices x 2
+    along = np.arange(8)
+    # Memory rows run along the tile's rows unless the tile is stored transposed (then along its columns).
+    r0, c0 = starts[:, 0][:, None, None], starts[:, 1][:, None, None]
+    if "transpose" in op.attributes:
+        rows, cols = r0 + along[None, None, :], c0 + along[None, :, None]
+    else:
+        rows, cols = r0 + along[None, :, None], c0 + along[None, None, :]
+    rows = np.broadcast_to(rows, (len(starts), 8, 8))[None]
+    cols = np.broadcast_to(cols, (len(starts), 8, 8))[None]
+    addrs = _frag_addresses(sim, op, mem, frag, values, mask, w, np.broadcast_to(rows, (WARP, *rows.shape[1:])),
+                            np.broadcast_to(cols, (WARP, *cols.shape[1:])))[0]  # fmt: skip
+    bad = (addrs[..., 0] % 8 != 0) | (addrs != addrs[..., :1] + along).any(axis=-1)
+    if bad.any():
+        q, r = np.argwhere(bad)[0]
+        raise sim._error(
+            op,
+            f"row {int(r)} of 8 x 8 matrix {int(q)} is not 16 contiguous bytes aligned to 16 in {mem.type}"
+            " (ldmatrix reads each row as one 16-byte piece)",
+            w,
+        )
+    _frag_load(sim, op, values, mask, w, env)
+
+
 def _frag_store(sim, op, values, mask, w, env):
     mem = values[op.mem]
     addrs = _frag_addresses(sim, op, mem, op.frag.type, values, mask, w)
     _write(sim, op, mem, addrs, values[op.frag], mask, w)
 
 
-def _tile_of(frag: FragType, vals: np.ndarray) -> np.ndarray:
-    lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
+def _tile_of(frag: FragType, vals: np.ndarray, w: Warp) -> np.ndarray:
+    """The warp's tile of a fragment (the rows other warps of a warpgroup hold stay zero)."""
+    rows, cols = _lane_points(frag, w)
     tile = np.zeros(frag.shape, dtype=np.float32)
-    for j, f in enumerate(FRAGMENT_LAYOUTS[(frag.role, frag.shape)]):
-        r, c = f(g, t)
-        tile[r, c] = vals[:, j]
+    tile[rows, cols] = vals
     return tile
 
 
 def _mma(sim, op, values, mask, w, env):
-    if not mask.all() or len(mask) != WARP:
-        raise sim._error(op, "mma needs all 32 lanes of the warp", w)
-    a = _tile_of(op.a.type, values[op.a])
-    b = _tile_of(op.b.type, values[op.b])
-    c = _tile_of(op.c.type, values[op.c])
+    _whole_warp(sim, op, mask, w, "mma")
+    a = _tile_of(op.a.type, values[op.a], w)
+    b = _tile_of(op.b.type, values[op.b], w)
+    c = _tile_of(op.c.type, values[op.c], w)
     d = (a @ b + c).astype(np.float32)
-    out = np.zeros((WARP, op.result.type.per_lane), dtype=np.float32)
-    lane = np.arange(WARP)
-    g, t = lane // 4, lane % 4
-    for j, f in enumerate(FRAGMENT_LAYOUTS[(op.result.type.role, op.result.type.shape)]):
-        r, cc = f(g, t)
-        out[:, j] = d[r, cc]
-    values[op.result] = out
+    rows, cols = _lane_points(op.result.type, w)
+    values[op.result] = d[rows, cols]
+
+
+# ---- warpgroup MMA (dialects/kernel/warpgroup.py) ---------------------------------------------------------------
+def _wgmma_tile(sim, op, which: str, rows: int, values, mask, w):
+    """The [rows, 16] tile operand `which` ("a" or "b") as the tensor cores read it: through its descriptor (the
+    layout `WG.descriptor` gives the buffer, starting at the tile's first element), not through the buffer's own
+    indexing, so a descriptor that names the layout wrongly reads the wrong elements. Returns (tile, addresses)."""
+    mem = values[getattr(op, which)]
+    t = mem.type
+    d = WG.descriptor(t)
+    idx = sim._index(op, f"index_{which}", values, mask, w)
+    if any((i[mask] != i[mask][0]).any() for i in idx):
+        raise sim._error(op, f"the {which.upper()} tile's index differs between the lanes of the warp", w)
+    first = [int(i[mask][0]) for i in idx]
+    if any(not 0 <= f < n for f, n in zip(first, t.shape)) or first[-2] % 8:
+        raise sim._error(op, f"the {which.upper()} tile at {first} does not start a group of 8 rows in {t}", w)
+    start = sum(f * st for f, st in zip(first, t.strides)) * t.dtype.bytes
+    r, k = np.meshgrid(np.arange(rows), np.arange(16), indexing="ij")
+    addrs = WG.operand_address(d, start, r, k, t.dtype.bytes) // t.dtype.bytes
+    if (addrs >= t.numel).any():
+        raise sim._error(op, f"the {which.upper()} tile [{rows}, 16] at {first} reaches outside {t}", w)
+    flat = addrs.reshape(WARP, -1)
+    data = _read(sim, op, mem, flat, np.ones(WARP, dtype=bool), w)
+    return data.reshape(rows, 16).astype(np.float32), (mem, flat, data)
+
+
+def _wgmma(sim, op, values, mask, w, env):
+    """Compute the product now (the operands as they are at issue), but hand back an accumulator of NaNs that the
+    wait fills in place: whatever reads it before then (through loop carries too) reads what a GPU would not have
+    written yet."""
+    _whole_warp(sim, op, mask, w, "wgmma")
+    acc = op.result.type
+    c = values[op.c]
+    if id(c) in w.wgmma_inflight:
+        c = w.wgmma_inflight[id(c)][1]
+    elif not w.wgmma_fenced:
+        raise sim._error(op, "reads an accumulator other instructions wrote, with no kernel.wgmma_fence since", w)
+    a, read_a = _wgmma_tile(sim, op, "a", 64, values, mask, w)
+    b, read_b = _wgmma_tile(sim, op, "b", acc.shape[1], values, mask, w)
+    d = (a @ b.T + _tile_of(acc, c, w)).astype(np.float32)
+    rows, cols = _lane_points(acc, w)
+    pending = np.full((WARP, acc.per_lane), np.nan, dtype=np.float32)
+    w.wgmma_inflight[id(pending)] = (pending, d[rows, cols])
+    values[op.result] = pending
+    w.wgmma_open.append((op, pending, read_a, read_b))
+
+
+def _wgmma_fence(sim, op, values, mask, w, env):
+    w.wgmma_fenced = True
+
+
+def _wgmma_commit(sim, op, values, mask, w, env):
+    w.wgmma_groups.append(w.wgmma_open)
+    w.wgmma_open = []
+
+
+def _wgmma_wait(sim, op, values, mask, w, env):
+    """Complete the oldest groups: their accumulators become readable, and the shared memory they read must hold
+    what it held at their issue (the tensor cores read it at some point in between)."""
+    while len(w.wgmma_groups) > op.attributes["pending"]:
+        for issued, pending, *reads in w.wgmma_groups.pop(0):
+            for mem, addrs, data in reads:
+                if (mem.data[addrs] != data).any():
+                    raise sim._error(issued, "shared memory it reads was written before its kernel.wgmma_wait", w)
+            pending[...] = w.wgmma_inflight.pop(id(pending))[1]
+    w.wgmma_fenced = False
 
 
 _SIMPLE = {
@@ -1139,7 +1249,12 @@ _SIMPLE = {
     K.FenceProxyAsyncOp: _noop,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
+    K.LdmatrixOp: _ldmatrix,
     K.MmaOp: _mma,
+    WG.WgmmaOp: _wgmma,
+    WG.WgmmaFenceOp: _wgmma_fence,
+    WG.WgmmaCommitOp: _wgmma_commit,
+    WG.WgmmaWaitOp: _wgmma_wait,
     K.CpAsyncOp: _cp_async,
     K.CpAsyncCommitOp: _cp_async_commit,
     K.CpAsyncWaitOp: _cp_async_wait,

@@ -250,9 +250,30 @@ class KernelSyntax:
         a = {**_attrs(attrs), "index": m, **_frag_options(stride, transpose)}
         return OpAST("kernel.frag_store", operands=[frag, mem, *refs], attrs=a, result_types=[])
 
+    def kernel_ldmatrix(self, c):
+        mem, idx, transpose, attrs, t = c
+        (m,), refs = _bind([idx], mem.loc)
+        a = {**_attrs(attrs), "index": m, **_frag_options(None, transpose)}
+        return OpAST("kernel.ldmatrix", operands=[mem, *refs], attrs=a, result_types=[t])
+
     def kernel_mma(self, c):
         a, b, acc, t = c
         return OpAST("kernel.mma", operands=[a, b, acc], result_types=[t])
+
+    def kernel_wgmma(self, c):
+        a, ia, b, ib, acc, t = c
+        (ma, mb), refs = _bind([ia, ib], a.loc)
+        attrs = {"index_a": ma, "index_b": mb}
+        return OpAST("kernel.wgmma", operands=[a, b, acc, *refs], attrs=attrs, result_types=[t])
+
+    def kernel_wgmma_fence(self, c):
+        return OpAST("kernel.wgmma_fence", result_types=[])
+
+    def kernel_wgmma_commit(self, c):
+        return OpAST("kernel.wgmma_commit", result_types=[])
+
+    def kernel_wgmma_wait(self, c):
+        return OpAST("kernel.wgmma_wait", attrs={"pending": int(c[0])}, result_types=[])
 
 
 def _frag_options(stride, transpose) -> dict:

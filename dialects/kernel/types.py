@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from irforge.types import DialectType, ScalarType, TensorType
 
-from .fragments import FRAGMENT_LAYOUTS
+from . import fragments
 
 
 def _scalar(x, what: str) -> ScalarType:
@@ -162,27 +162,44 @@ class MbarrierType(DialectType):
 
 @dataclass(frozen=True, slots=True)
 class FragType(DialectType):
-    """`!kernel.frag<"a", bf16, [16, 16]>`: one warp's tensor-core operand tile ("a", "b") or accumulator ("acc"),
-    spread over the 32 lanes in the layout `mma.sync` defines; each lane holds `per_lane` elements."""
+    """`!kernel.frag<"a", bf16, [64, 16]>`: a warp's tensor-core operand tile ("a", "b") or accumulator ("acc"),
+    spread over its lanes in the layout of a family (`fragments.py`): "mma" (the default, printed without it) for
+    mma.sync's atoms, "wgmma" for a warpgroup's accumulator (`!kernel.frag<"acc", f32, [64, 256], "wgmma">`).
+    Each lane holds `per_lane` elements."""
 
     name: ClassVar[str] = "kernel.frag"
     role: str
     dtype: ScalarType
     shape: tuple
+    layout: str = "mma"
 
     def __post_init__(self):
         _scalar(self.dtype, "!kernel.frag's element type")
         _dims(self.shape, "!kernel.frag's shape")
-        if (self.role, self.shape) not in FRAGMENT_LAYOUTS:
-            known = ", ".join(f'"{r}" {list(s)}' for r, s in FRAGMENT_LAYOUTS)
-            raise ValueError(f"no fragment layout for role {self.role!r} and shape {list(self.shape)}; known: {known}")
+        why = fragments.why_not(self.layout, self.role, self.shape)
+        if why:
+            raise ValueError(why)
+
+    @property
+    def params(self) -> tuple:
+        base = (self.role, self.dtype, self.shape)
+        return base if self.layout == "mma" else (*base, self.layout)
 
     @property
     def per_lane(self) -> int:
-        return len(FRAGMENT_LAYOUTS[(self.role, self.shape)])
+        return fragments.per_lane(self.layout, self.role, self.shape)
+
+    @property
+    def threads(self) -> int:
+        """The threads that hold the fragment together (a warp, or a warpgroup)."""
+        return fragments.THREADS[self.layout]
+
+    def points(self, g, t, w=0) -> list[tuple]:
+        """(row, col) of each of a lane's elements (`fragments.points`)."""
+        return fragments.points(self.layout, self.role, self.shape, g, t, w)
 
     def with_dtype(self, dtype: ScalarType) -> FragType:
-        return FragType(self.role, dtype, self.shape)
+        return FragType(self.role, dtype, self.shape, self.layout)
 
 
 TYPES = (PtrType, TensorMapType, SmemType, MbarrierType, FragType)

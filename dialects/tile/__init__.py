@@ -158,9 +158,18 @@ class ParamOp(indexing.ParamValueOp):
 
 # ---- loops -----------------------------------------------------------------------------------------------------
 # The schedule attributes every loop may carry (docs/dialects/tile.md): `bind` (hardware axes), `vector` and
-# `split` (a work item's box of iterations and its lane groups, one number per dimension), `raster` (grouped order of
-# work items), `unroll` (of the materialized loop: 0 fully, N by N).
-SCHEDULE_ATTRIBUTES = {"bind": tuple, "vector": tuple, "split": tuple, "raster": int, "unroll": int}
+# `split` (a work item's box of iterations and its lane groups, one number per dimension), `warps` (the iteration
+# space cut into tiles numbered one after another), `raster` (grouped order of work items), `unroll` (of the
+# materialized loop: 0 fully, N by N), `atom` (the contraction inside runs on tensor cores: `fragments.py`).
+SCHEDULE_ATTRIBUTES = {
+    "bind": tuple,
+    "vector": tuple,
+    "split": tuple,
+    "warps": tuple,
+    "raster": int,
+    "unroll": int,
+    "atom": str,
+}
 
 
 class LoopOp(indexing.LoopBase):
@@ -187,7 +196,8 @@ class LoopOp(indexing.LoopBase):
     def layout(self) -> Layout:
         n = len(self.extents)
         split = tuple(self.attributes.get("split", (1,) * n))
-        return Layout(self.extents, self.vector_shape, split, self.attributes.get("raster", 1))
+        a = self.attributes
+        return Layout(self.extents, self.vector_shape, split, a.get("raster", 1), tuple(a.get("warps", ())))
 
     @property
     def iterations(self) -> int:
@@ -231,7 +241,7 @@ class LoopOp(indexing.LoopBase):
         for a in bind:
             if a in outer:
                 raise self.error(f"distributes over {a}, which an enclosing loop is already distributed over")
-        for key in ("vector", "split"):
+        for key in ("vector", "split", "warps"):
             v = self.attributes.get(key, ())
             if not isinstance(v, tuple) or any(not _is_int(x) for x in v):
                 raise self.error(f"{key} must be a list of integers, one per dimension, got {v!r}")
@@ -245,6 +255,28 @@ class LoopOp(indexing.LoopBase):
                 raise self.error(why)
         elif "vector" in self.attributes or "split" in self.attributes:
             raise self.error("a loop without dimensions cannot be vectorized")
+        if "atom" in self.attributes:
+            self._verify_atom()
+
+    def _verify_atom(self):
+        from .fragments import ATOM_FORMS, Atom, acc_layout, why_not_layout
+
+        text = self.attributes["atom"]
+        atom = Atom.parse(text) if isinstance(text, str) else None
+        if atom is None:
+            raise self.error(f"atom {text!r} is not an MMA instruction shape; atoms are {ATOM_FORMS}")
+        if not isinstance(self, ForOp):
+            raise self.error("only a free loop over a contraction's outputs can be laid out on an atom")
+        warps = tuple(self.attributes.get("warps", (1,) * len(self.extents)))
+        why = why_not_layout(self.extents, warps, atom)
+        if why:
+            raise self.error(why)
+        want = acc_layout(self.extents, warps)
+        if self.layout != want:
+            raise self.error(
+                f"is laid out on {atom}, so its layout must be the accumulator's: vector {list(want.vector)} split "
+                f"{list(want.split)} warps {list(want.warps)}"
+            )
 
     def _print_schedule(self, p):
         if self.bind:
@@ -254,12 +286,12 @@ class LoopOp(indexing.LoopBase):
             p.write(f" vector [{', '.join(map(str, widths))}]")
         elif widths and widths[-1] != 1:
             p.write(f" vector {widths[-1]}")
-        if "split" in self.attributes:
-            p.write(f" split [{', '.join(map(str, self.attributes['split']))}]")
-        if "raster" in self.attributes:
-            p.write(f" raster {self.attributes['raster']}")
-        if "unroll" in self.attributes:
-            p.write(f" unroll {self.attributes['unroll']}")
+        for key in ("split", "warps"):
+            if key in self.attributes:
+                p.write(f" {key} [{', '.join(map(str, self.attributes[key]))}]")
+        for key in ("raster", "unroll", "atom"):
+            if key in self.attributes:
+                p.write(f" {key} {self.attributes[key]}")
 
 
 class ForOp(LoopOp):
@@ -723,7 +755,7 @@ def fit_grid(kernel: KernelOp) -> None:
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------
-_LOOP_OPTIONS = ("vector", "split", "raster", "unroll")
+_LOOP_OPTIONS = ("vector", "split", "warps", "raster", "unroll", "atom")
 
 
 class TileSyntax:
@@ -768,6 +800,12 @@ class TileSyntax:
     def tile_split(self, c):
         return ("split", tuple(int(t) for t in c))
 
+    def tile_warps(self, c):
+        return ("warps", tuple(int(t) for t in c))
+
+    def tile_atom(self, c):
+        return ("atom", str(c[0]))
+
     def tile_raster(self, c):
         return ("raster", int(c[0]))
 
@@ -799,8 +837,7 @@ class TileSyntax:
 
     def tile_reduce(self, c):
         iv, extent, bind, *rest = c
-        options = [x for x in rest[:4] if x is None or (isinstance(x, tuple) and x[0] in _LOOP_OPTIONS)]
-        rest = rest[len(options) :]
+        options, rest = rest[: len(_LOOP_OPTIONS)], rest[len(_LOOP_OPTIONS) :]  # one slot each, None when absent
         carriers = [x for x in rest if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], tuple)]
         types, attrs, region = rest[len(carriers) :]
         a = {

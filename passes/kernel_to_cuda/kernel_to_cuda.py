@@ -15,8 +15,8 @@ import re
 import numpy as np
 from irforge.dialects.cuda import ops as C
 from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
+from irforge.dialects.kernel import fragments
 from irforge.dialects.kernel import ops as K
-from irforge.dialects.kernel.fragments import FRAGMENT_LAYOUTS
 from irforge.dialects.kernel.types import (
     FragType,
     MbarrierType,
@@ -34,6 +34,8 @@ from irforge.pass_manager import Pass
 from irforge.scalar_ops import SCALAR_OPS
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
+
+from .warpgroup import WarpgroupStatements
 
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
 _SHFL = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}
@@ -207,7 +209,7 @@ def _broadcast_index(i: str, shape, operand_shape) -> str:
     return " + ".join(reversed(terms)) or "0"
 
 
-class _Emitter:
+class _Emitter(WarpgroupStatements):
     def __init__(self, kernel: K.KernelFuncOp):
         self.k = kernel
         self.index_t = "long long" if kernel.attributes.get("index_bits", 32) == 64 else "int"
@@ -286,9 +288,14 @@ class _Emitter:
         name = self.kernel_name()
         params = [self.param(arg) for arg in k.body.args]
         self.smem_declarations()
-        if any(isinstance(op, (K.FragLoadOp, K.FragStoreOp)) for op in k.walk()):
+        frag_ops = [op for op in k.walk() if isinstance(op, (K.FragLoadOp, K.FragStoreOp, K.LdmatrixOp))]
+        if frag_ops:
             self.line(f"const int irf_lane = {self.linear_tid} & 31;")
+        elementwise = [op for op in frag_ops if not isinstance(op, K.LdmatrixOp)]
+        if elementwise:
             self.line("const int irf_g = irf_lane >> 2, irf_t = irf_lane & 3;  // mma fragment layout coordinates")
+        if any((op.frag if isinstance(op, K.FragStoreOp) else op.result).type.layout == "wgmma" for op in elementwise):
+            self.line(f"const int irf_wg = ({self.linear_tid} >> 5) & 3;  // the warp in its warpgroup")
         self.ops(k.body.ops)
         origins = list(dict.fromkeys(o for o in (origin(op.loc) for op in k.walk()) if o))
         dims = lambda d: ", ".join(map(str, d))
@@ -449,7 +456,7 @@ class _Emitter:
 
     def op_reshape(self, op):
         t = op.result.type
-        self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{t.numel}] = {self.name(op.input)};")
+        self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{_numel(t)}] = {self.name(op.input)};")
 
     def op_extract(self, op):
         t = op.tile.type
@@ -726,27 +733,29 @@ class _Emitter:
     # ---- tensor cores -----------------------------------------------------------------------------------------
     def frag_elements(self, op, frag: FragType, mem: Value) -> list[str]:
         """Pointer expression of each of this lane's fragment elements."""
-        layout = FRAGMENT_LAYOUTS[(frag.role, frag.shape)]
         vals = op.index_operands
         n = len(vals)
-        g, t_ = ix.Dim(n), ix.Dim(n + 1)
-        extra = ["irf_g", "irf_t"]
-        out = []
-        for f in layout:
-            row, col = f(g, t_)
-            if "transpose" in op.attributes:
-                row, col = col, row
-            exprs = list(op.exprs("index"))
-            if isinstance(mem.type, PtrType):
-                e = exprs[0] + row * op.attributes["stride"] + col
-                names = [self.name(v) for v in vals]
-                text = c_index(e, lambda i: names[i] if i < n else extra[i - n])
-            else:
-                exprs[-2] = exprs[-2] + row
-                exprs[-1] = exprs[-1] + col
-                text = self.smem_offset(exprs, vals, mem.type, extra)
-            out.append(f"{self.name(mem)}[{text}]")
-        return out
+        extra = ["irf_g", "irf_t", "irf_wg"]
+        g, t_, w = ix.Dim(n), ix.Dim(n + 1), ix.Dim(n + 2)
+        return [self.tile_point(op, mem, row, col, extra) for row, col in frag.points(g, t_, w)]
+
+    def tile_point(self, op, mem: Value, row, col, extra) -> str:
+        """`mem[...]` of the point (row, col) of the tile whose first element `op` indexes (expressions whose
+        dimensions past the op's index operands are `extra` names)."""
+        vals = op.index_operands
+        n = len(vals)
+        if "transpose" in op.attributes:
+            row, col = col, row
+        exprs = list(op.exprs("index"))
+        if isinstance(mem.type, PtrType):
+            e = exprs[0] + row * op.attributes["stride"] + col
+            names = [self.name(v) for v in vals]
+            text = c_index(e, lambda i: names[i] if i < n else extra[i - n])
+        else:
+            exprs[-2] = exprs[-2] + row
+            exprs[-1] = exprs[-1] + col
+            text = self.smem_offset(exprs, vals, mem.type, extra)
+        return f"{self.name(mem)}[{text}]"
 
     def op_frag_load(self, op):
         r, t = op.result, op.result.type
@@ -758,8 +767,55 @@ class _Emitter:
         for j, dst in enumerate(self.frag_elements(op, op.frag.type, op.mem)):
             self.line(f"{dst} = {self.name(op.frag)}[{j}];")
 
+    def op_ldmatrix(self, op):
+        """Up to four 8 x 8 matrices an instruction: lane l gives the address of row l % 8 of matrix l / 8; a memory
+        row runs along the tile's rows unless the tile is stored transposed. A lane's pair runs along the tile's
+        rows for "a" and down its columns for "b": `.trans` where memory rows cross that."""
+        t = op.result.type
+        name = self.name(op.result)
+        self.line(f'{self.ctype(t)} {name}[{t.per_lane}];  // this lane\'s share of the "{t.role}" fragment')
+        transposed = "transpose" in op.attributes
+        trans = "true" if transposed != (t.role == "b") else "false"
+        n = len(op.index_operands)
+        row_in, mat = ix.Dim(n), ix.Dim(n + 1)
+        self.line("{")
+        self.depth += 1
+        self.line("const int irf_lrow = irf_lane & 7, irf_lmat = irf_lane >> 3;")
+        for first, count, (r0, c0) in _ldmatrix_groups(fragments.operand_matrices(t.role, t.shape)):
+            # matrix q of a group of two or four sits 8 rows (q odd) and 8 columns (q >= 2) past the first
+            row = ix.Const(r0) + (mat % 2) * 8 if count > 1 else ix.Const(r0)
+            col = ix.Const(c0) + (mat // 2) * 8 if count > 2 else ix.Const(c0)
+            row, col = (row, col + row_in) if transposed else (row + row_in, col)
+            addr = self.tile_point(op, op.mem, row, col, ["irf_lrow", "irf_lmat"])
+            self.line(f"irf_ldmatrix<{count}, {trans}>({name} + {2 * first}, &{addr});")
+        self.depth -= 1
+        self.line("}")
+
     def op_mma(self, op):
         r = op.result
-        self.line(f"float {self.name(r)}[{r.type.per_lane}];")
+        t = r.type
+        d = self.name(r)
         a, b, c = (self.name(v) for v in op.operands)
-        self.line(f"irf_mma_m16n8k16({self.name(r)}, {a}, {b}, {c});")
+        self.line(f"float {d}[{t.per_lane}];")
+        self.unrolled(t.per_lane, f"{d}[irf_e] = {c}[irf_e];")
+        am, an = t.shape[0] // 16, t.shape[1] // 8
+        per_a, per_b = 8, 4
+        for i in range(am):
+            for j in range(an):
+                acc = ", ".join(f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(4))
+                self.line(f"irf_mma_m16n8k16({acc}, {a} + {per_a * i}, {b} + {per_b * j});")
+
+
+def _ldmatrix_groups(mats: list[tuple[int, int]]) -> list[tuple[int, int, tuple[int, int]]]:
+    """(first matrix, count, its origin) of each ldmatrix instruction: four matrices where they sit as a 16 x 16
+    square in register order ((0, 0), (8, 0), (0, 8), (8, 8) from the first), else two stacked, else one."""
+    out, k = [], 0
+    while k < len(mats):
+        r, c = mats[k]
+        for count in (4, 2, 1):
+            want = [(r + 8 * (q % 2), c + 8 * (q // 2)) for q in range(count)]
+            if mats[k : k + count] == want:
+                out.append((k, count, (r, c)))
+                k += count
+                break
+    return out

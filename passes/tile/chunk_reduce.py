@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
+from irforge.dialects.tile import fragments
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
 
@@ -17,8 +18,9 @@ class TileChunkReduce(Pass):
     Each outer trip is where the slabs a chunk reads can be staged (`tile-stage-inputs`), and the unit a
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
     chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
-    `bk` does not divide. A reduction computed in the element (attention's scores inside its keys' loop) moves
-    into the chunk with the rest of the body.
+    `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. A reduction
+    computed in the element (attention's scores inside its keys' loop) moves into the chunk with the rest of the
+    body.
     """
 
     name = "tile-chunk-reduce"
@@ -35,7 +37,10 @@ class TileChunkReduce(Pass):
             return
         for r in [x for x in op.walk() if _candidate(x)]:
             bk = self.bk or heuristic().reduce_chunk(op, r)
-            if 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
+            step = fragments.atom_step(r)
+            if bk % step:
+                self.remark(r, f"not chunked by {bk}: its tensor-core atom takes {step} iterations a step")
+            elif 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
                 chunk(r, bk)
 
 

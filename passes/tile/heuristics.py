@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
+from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
 
@@ -43,12 +44,26 @@ RING = 3
 SPLITS = (2, 3, 4, 6, 8, 12, 16, 24, 32)  # the blocks a reduction may be split over
 RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
+TILE_ROWS_ONE_WAVE = 64  # see reduce_splits
 # Split-K (reduce_splits): toward SPLIT_BLOCKS_PER_SM blocks per multiprocessor, and DEEP_SPLIT ways at least
 # while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks.
 SPLIT_BLOCKS_PER_SM = 2
 DEEP_SPLIT, DEEP_SHARE, DEEP_SPLIT_WAVES = 4, 32, 8
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
+# Tensor cores: a product of 16-bit floats streams its weight (2 bytes an element) at 2 * M flops a byte; the SIMT
+# path's fused multiply-adds run out at about 20 flops a byte of an H100's bandwidth (67 TFLOP/s over 3.35 TB/s), so
+# from TENSOR_MIN_ROWS rows (one m16n8k16 atom) the tensor cores compute it, below it stays a GEMV on the SIMT path
+# (split-K, 16-byte loads of the weight). Prefill-sized outputs take blocks of MMA_TILE (rows, columns, threads: 2 x 2
+# warps of 64 x 64, 128 accumulators a thread), smaller tiles when they leave multiprocessors idle, and chunks of K
+# of MMA_K_CHUNK_BYTES (rows of 128 bytes: the widest swizzle, conflict-free ldmatrix and wgmma descriptors).
+TENSOR_MIN_ROWS = 16
+MMA_TILE = (128, 128, 128)
+MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
+MMA_K_CHUNK_BYTES = 128
+# On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE.
+WGMMA_MIN_ROWS = 64
+WGMMA_TILE = (128, 128)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: on an H100 a 2048^3
@@ -114,7 +129,8 @@ class Heuristic:
 
     # ---- contractions -------------------------------------------------------------------------------------------
     def contraction_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int, int]:
-        """(bm, bn, threads): the output tile of a block and its threads. Small tiles of 8 x 8 register tiles
+        """(bm, bn, threads): the output tile of a block and its threads. On the tensor cores (`tensor_atom`):
+        `_mma_tile`. On the SIMT path: small tiles of 8 x 8 register tiles
         (64 x 64 outputs for 64 threads; 32 x 128 when there are fewer rows) and many blocks, split-K filling
         the GPU (`reduce_splits`): measured best on an H100 from M = 32 to 2048 (sweep 3 of
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
@@ -124,9 +140,49 @@ class Heuristic:
             rows = max(1, THREAD_OUTPUTS // n)
             bm = max(x for x in range(1, min(m, rows * SCORE_THREADS) + 1) if m % x == 0)
             return bm, n, max(1, min(SCORE_THREADS, bm))
+        family = self.tensor_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim])
+        if family == "wgmma" and m % 64 == 0 and n % 8 == 0:
+            return self._wgmma_tile(kernel, band, m, n)
+        if family is not None:
+            return self._mma_tile(kernel, band, m, n)
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
         return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+
+    def _mma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
+        """A tensor-core block tile: MMA_TILE's rows and columns, or the largest dividing the shape; for prefill
+        (TILE_ROWS_ONE_WAVE rows or more) halved, columns first, while the blocks fill fewer than all
+        multiprocessors and tiles of 64 x 64 are left. Threads enough that each holds at most MMA_ACCUMULATORS
+        accumulators over the contraction's carriers (SiLU * up has two), a warp at least 16 x 8 outputs."""
+        tm, tn, threads = MMA_TILE
+        bm = max((x for x in (tm, 64, 32, 16) if m % x == 0 and x <= tm), default=1)
+        bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=1)
+        others = math.prod(band.extents) // (m * n)
+        while m >= TILE_ROWS_ONE_WAVE and (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+            if bn >= bm and n % (bn // 2) == 0:
+                bn //= 2
+            elif m % (bm // 2) == 0:
+                bm //= 2
+            else:
+                break
+        carriers = max(1, len(contractions_in(band)[0].reduce.results)) if contractions_in(band) else 1
+        threads = min(threads * 2, max(threads, bm * bn * carriers // MMA_ACCUMULATORS))
+        return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
+
+    def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
+        """A wgmma block tile: WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a thread a
+        carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64) while the
+        blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
+        tm, tn = WGMMA_TILE
+        bm = tm if m % tm == 0 else 64
+        bn = max(x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn)
+        others = math.prod(band.extents) // (m * n)
+        while (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+            if bn >= bm and n % (bn // 2) == 0:
+                bn //= 2
+            else:
+                bm //= 2
+        return bm, bn, 2 * bm
 
     def register_tile(self, kernel: T.KernelOp, loop: T.ForOp, m_dim: int, n_dim: int) -> tuple[int, int]:
         """(tm, tn): each thread's register tile of a contraction's outputs: the loop's points over its units,
@@ -170,13 +226,15 @@ class Heuristic:
 
     def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
-        each row at a time."""
+        each row at a time, MMA_K_CHUNK_BYTES on the tensor cores (K_CHUNK_BYTES for several carriers, whose
+        slabs would not fit the stages)."""
         c = contraction_of(reduce)
         if c is None:
             return 1
         size = min(ld.buffer.type.dtype.bytes for ld in c.a + c.b)
         k = reduce.extents[0]
-        chunk = K_CHUNK_BYTES // size
+        tensorized = fragments.atom_step(reduce) > 1 and len(reduce.results) == 1
+        chunk = (MMA_K_CHUNK_BYTES if tensorized else K_CHUNK_BYTES) // size
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
@@ -192,7 +250,10 @@ class Heuristic:
         (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
         share at least MIN_ROW_SHARE elements. Attention's prefill (A computed in the element, blocks of a warp or
-        more) aims at one block per multiprocessor, as each share stores a whole partial O."""
+        more) aims at one block per multiprocessor, as each share stores a whole partial O. A tensor-core tile of
+        TILE_ROWS_ONE_WAVE rows or more (prefill) splits only as far as filling the multiprocessors once: its
+        partials would cost more traffic than its inputs; a thinner one (decode) streams its weight like the SIMT
+        path."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         sms = target().sm_count
@@ -210,11 +271,43 @@ class Heuristic:
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
+        if _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
+            return min((s for s in fits if blocks * s >= sms), default=max(fits))
         nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
         if blocks >= DEEP_SPLIT_WAVES * sms:
             return nearest
         deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
         return max(nearest, deep)
+
+    def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
+        """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
+        sm_90a for prefill-sized products (WGMMA_MIN_ROWS rows) whose factors wgmma can read from shared memory
+        (K-major loads, no prologue), else "mma"; None keeps it on the SIMT path: the target has no tensor cores,
+        the products are not of 16-bit floats (`fragments.operands` says why), or the product is decode-shaped
+        (fewer than TENSOR_MIN_ROWS rows or columns in all: streaming the weight is split-K's business)."""
+        if not target().has("ldmatrix"):
+            return None
+        ops = fragments.operands(root, rows, cols)
+        if isinstance(ops, str):
+            return None
+        c = ops.contraction
+        sizes = [math.prod(iv.block.parent_op.extents[iv.index] for iv in side) for side in (c.m, c.n)]
+        if min(sizes) < TENSOR_MIN_ROWS:
+            return None
+        wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
+        return "wgmma" if wgmma else "mma"
+
+    def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
+        """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
+        over 32): the squarest warp tiles the atom allows, wider along the columns; None when none fits."""
+        warps = kernel.threads // target().warp_size
+        fits = [
+            (w, warps // w)
+            for w in range(1, warps + 1)
+            if warps % w == 0 and fragments.why_not_layout(loop.extents, (w, warps // w), atom) is None
+        ]
+        ratio = lambda g: abs(math.log2((loop.extents[0] / g[0]) / (loop.extents[1] / g[1])) + 0.5)
+        return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through."""
@@ -243,9 +336,12 @@ class Heuristic:
         engine can write (dense, or its swizzle of the box's rows) costs the bank model no more wavefronts than
         the best layout a copy by the threads can have (dense, or one of the pads and swizzles above): the
         engine writes no wavefronts of the threads', but it cannot pad, and swizzles rows of 32, 64 or 128 bytes
-        one way only."""
+        one way only. A stage wgmma reads through descriptors is copied by the engine wherever it can be (only its
+        swizzled rows are a layout a descriptor names)."""
         if stage.ring < 2:
             return False
+        if stage in fragments.descriptor_stages(kernel):
+            return banks.tma_layout(stage) is not None  # wgmma reads it in the layout the engine writes
         engine = [{"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks.tma_layout(stage)) if sw is not None]
         copy = "async" if target().has("cp.async") else "sync"
         threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
@@ -289,6 +385,13 @@ def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
         for c in [contraction_of(r)]
         if c is not None
     )
+
+
+def _tensorized_tile(reduce: T.ReduceOp) -> int:
+    """Rows of the tensor-core output tile `reduce` (a contraction, or a chunk loop holding one) accumulates; 0 off
+    the tensor cores."""
+    loop = next((lp for lp in T.enclosing_loops(reduce) if "atom" in lp.attributes), None)
+    return loop.extents[0] if loop is not None and len(loop.extents) == 2 else 0
 
 
 def _holds_contraction(reduce: T.ReduceOp) -> bool:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
+from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import affine_stores
 from irforge.passes.tile.chunk_reduce import identity_init
 from irforge.passes.tile.heuristics import heuristic
@@ -26,7 +27,8 @@ class TileSplitReduce(Pass):
     of the stored values, which must be an affine function of an add carrier of f32, into an output zeroed
     first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
     online one included), `auto` (atomics where they can). A reduction with a non-identity init, or one already
-    split, is left alone (idempotent: a reduction distributed over a block axis is a split one).
+    split, is left alone (idempotent: a reduction distributed over a block axis is a split one), and so is a
+    tensor-core contraction whose shares would not be whole atom steps.
     """
 
     name = "tile-split-reduce"
@@ -55,7 +57,10 @@ class TileSplitReduce(Pass):
             return
         for r, shared in candidates(op):
             s = self._shares(op, r)
-            if s > 1:
+            step = fragments.atom_step(r)
+            if s > 1 and (r.extents[0] // s) % step:
+                self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
+            elif s > 1:
                 comb = split(op, r, shared, s)
                 if self.via != "auto":
                     comb.attributes["via"] = self.via

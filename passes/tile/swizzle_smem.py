@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irforge.dialects import tile as T
+from irforge.dialects.tile import fragments
 from irforge.passes.tile import banks
 from irforge.passes.tile.heuristics import heuristic
 
@@ -36,7 +37,9 @@ class TileSwizzleSmem(Pass):
     swizzled yet weighs the swizzles `passes/tile/heuristics.py` lists (units as wide as its widest vector) with
     the bank model (`irforge.passes.tile.banks`, on top of any pad it has) and takes the one with the fewest
     wavefronts if it beats the layout it has; ties go to the earlier (fewer bits). A stage the tensor memory
-    accelerator copies can only take the swizzle the engine writes its rows with (rows of 32, 64 or 128 bytes).
+    accelerator copies can only take the swizzle the engine writes its rows with (rows of 32, 64 or 128 bytes);
+    one that wgmma reads through descriptors (`tile-tensorize`) takes it whatever the model says, as the only
+    layout a descriptor names.
     No swizzle may narrow a vector or move elements past the copy. Each decision is a remark listing every
     candidate's cost. `swizzle` forces one on every stage not swizzled yet, refused (`check`) where it is out. A
     swizzled stage is left alone (idempotent); no load sees a different value.
@@ -59,9 +62,16 @@ class TileSwizzleSmem(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
             return
+        read_by_wgmma = fragments.descriptor_stages(op)
         for st in candidates(op):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle
+                continue
+            if st in read_by_wgmma and st.copy == "tma" and banks.tma_layout(st):
+                st.attributes["swizzle"] = banks.tma_layout(st)
+                self.remark(
+                    st, f"%{st.result.name_hint}: swizzle{banks.tma_layout(st)}, read by wgmma through descriptors"
+                )
                 continue
             if st.copy == "tma":
                 sw = banks.tma_layout(st)

@@ -44,7 +44,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, memory, partials
+from . import combines, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -81,7 +81,7 @@ def _tile_kernels(module: Operation) -> list[T.KernelOp]:
 def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
     """The first op of `kernel` this pass cannot materialize, and why (None when it can do them all)."""
     for op in kernel.walk():
-        why = combines.why_not(kernel, op) or memory.why_not(kernel, op)
+        why = combines.why_not(kernel, op) or memory.why_not(kernel, op) or tensor_cores.why_not(kernel, op)
         if why:
             return op, why
         block_wide = isinstance(op, T.StageOp) or (isinstance(op, T.CombineOp) and op.over[0] in T.THREAD_AXES)
@@ -370,10 +370,16 @@ def _for(m: Materializer, op: T.ForOp) -> None:
 
 
 def _reduce(m: Materializer, op: T.ReduceOp) -> None:
+    if tensor_cores.contracts(op):
+        tensor_cores.contract(m, op)
+        return
     kb = m.kb
     outer = list(m.lanes)
+    frag = tensor_cores.accumulator(m, op)  # the carriers of a chain around a tensorized contraction
     inits = m.carry_into.pop(op, None) or [
-        kb.const(x, m.tile_type(r.type, r, outer)) for _, init, results in op.carriers for x, r in zip(init, results)
+        kb.const(x, frag or m.tile_type(r.type, r, outer))
+        for _, init, results in op.carriers
+        for x, r in zip(init, results)
     ]
     chunk = _chunk(op)
     with memory.pipelined(m, op), work_items(m, op, carries=inits) as (lp, w):
@@ -397,7 +403,7 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         lp.yield_(*new)
     for r, v in zip(op.results, lp.results):
         v.name_hint = value_hint(r)
-        m.env[r] = v
+        m.env[r] = tensor_cores.register_tile(m, op, v) if frag else v
 
 
 def _chunk(op: T.ReduceOp) -> T.ReduceOp | None:

@@ -168,7 +168,7 @@ def pattern(op, lanes, mem) -> Pattern:
         if groups > 1:
             run = ld.size // groups
             shape += [groups, run]
-            strides += [c * (ld.loop.extents[ld.dim] // groups), c]
+            strides += [c * ld.loop.layout.group_stride(ld.dim), c]
         else:
             shape.append(ld.size)
             strides.append(c)

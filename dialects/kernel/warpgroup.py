@@ -1,0 +1,148 @@
+"""Warpgroup MMA (sm_90a): `wgmma.mma_async` reading its operands from shared memory through matrix descriptors.
+
+A warpgroup (four consecutive warps, 128 threads) multiplies A [64, 16] by B [16, N] into its accumulator
+`!kernel.frag<"acc", f32, [64, N], "wgmma">` (warp w of the group holds rows 16w .. 16w + 15). The operands never
+pass through registers: each is a shared-memory tile named by a 64-bit descriptor (its start address, the byte
+distance between groups of 8 rows, and the swizzle mode the tile was written with). `kernel.wgmma` takes both
+operands K-major, the layout `nn.Linear` keeps: A's 64 rows and B's N rows (B given as [N, 16], its transpose) run
+along the buffer's second-to-last dimension, K along the last, rows of 32, 64 or 128 bytes swizzled as the tensor
+memory accelerator writes them in that mode (`tma_swizzle`) — the layouts the descriptor can name.
+
+The instruction is asynchronous: `kernel.wgmma_fence` orders the accumulator registers' earlier writes before it,
+`kernel.wgmma_commit` closes a group of issued wgmmas, and `kernel.wgmma_wait N` waits until at most N groups are in
+flight; only then may the accumulator be read, or the operands' shared memory be written again.
+
+`descriptor(t)` and `operand_address(...)` are the one model of the descriptor that the simulator reads through and
+the CUDA emitter encodes, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irforge.index_expr import AffineMap
+
+from .ops import BareOp, GroupWaitOp, IndexedOp
+from .types import FragType, SmemType, tma_swizzle
+
+# Swizzle mode field of a descriptor (bits 62-63) per row span in bytes.
+SWIZZLE_MODES = {128: 1, 64: 2, 32: 3}
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """The layout fields of a shared-memory matrix descriptor (the start address is the tile's)."""
+
+    span: int  # bytes of a row, the swizzle's span: 32, 64 or 128
+    sbo: int  # stride byte offset: bytes between consecutive groups of 8 rows
+    lbo: int = 16  # leading byte offset: unused by K-major swizzled layouts (the field is 1, 16 bytes)
+
+    @property
+    def mode(self) -> int:
+        return SWIZZLE_MODES[self.span]
+
+    def bits(self, start: int) -> int:
+        """The 64-bit descriptor of a tile starting at shared-memory byte address `start` (PTX's matrix descriptor
+        format: start, LBO and SBO in 16-byte units at bits 0, 16 and 32; the swizzle mode at bit 62)."""
+        return (
+            ((start & 0x3FFFF) >> 4)
+            | ((self.lbo >> 4) & 0x3FFF) << 16
+            | ((self.sbo >> 4) & 0x3FFF) << 32
+            | self.mode << 62
+        )
+
+
+def descriptor(t: SmemType) -> Descriptor | str:
+    """The descriptor layout of K-major tiles of shared buffer `t`, or why a descriptor cannot name them: rows of
+    32, 64 or 128 bytes of a 16-bit type, swizzled over that span as the tensor memory accelerator writes them."""
+    if t.dtype.bytes != 2 or t.dtype.name not in ("f16", "bf16"):
+        return f"wgmma multiplies f16 or bf16 tiles, not {t.dtype}"
+    span = t.shape[-1] * t.dtype.bytes
+    if span not in SWIZZLE_MODES:
+        return f"a descriptor's K-major rows are 32, 64 or 128 bytes, not {span} ({t})"
+    want = tma_swizzle(span, t.dtype)
+    if tuple(t.swizzle) != want:
+        return f"rows of {span} bytes need the {span}-byte swizzle({', '.join(map(str, want))}), not {t}"
+    return Descriptor(span, 8 * span)
+
+
+def hardware_swizzle(addr, span: int):
+    """The byte address the tensor cores read for byte address `addr` of a tile in `span`-byte swizzle mode: the
+    16-byte chunk index (bits 4 ..) XOR the 128-byte row index (bits 7 ..), log2(span / 16) bits of each."""
+    bits = (span // 16).bit_length() - 1
+    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def operand_address(d: Descriptor, start: int, row, k, dtype_bytes: int):
+    """Byte address (in the buffer) of element (row, k) of the K-major tile whose descriptor has layout `d` and
+    start byte `start`: groups of 8 rows SBO apart, rows `span` bytes apart inside a group, then the swizzle."""
+    return hardware_swizzle(start + (row // 8) * d.sbo + (row % 8) * d.span + k * dtype_bytes, d.span)
+
+
+class WgmmaOp(IndexedOp):
+    """`wgmma.mma_async` m64nNk16: a warpgroup's accumulator `c` [64, N] plus A [64, 16] times B [16, N], A's tile at
+    `a[index_a]` and B's (stored [N, 16]) at `b[index_b]`, both K-major in shared memory. Asynchronous: the result
+    is ready after a `kernel.wgmma_wait`; the four warps of the warpgroup issue it together."""
+
+    name = "kernel.wgmma"
+    operand_names = ("a", "b", "c", "*indices")
+    result_names = ("result",)
+    attribute_types = {"index_a": AffineMap, "index_b": AffineMap}
+    num_regions = 0
+    num_fixed = 3
+    index_groups = ("index_a", "index_b")
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [operand_types[2]]
+
+    def verify_op(self):
+        self.verify_indices()
+        a, b, c = self.a.type, self.b.type, self.c.type
+        if not (isinstance(a, SmemType) and isinstance(b, SmemType) and isinstance(c, FragType)):
+            raise self.error("multiplies two !kernel.smem tiles into a !kernel.frag accumulator")
+        if (c.role, c.layout, c.dtype.name) != ("acc", "wgmma", "f32") or c.shape[0] != 64:
+            raise self.error(f'accumulates into a !kernel.frag<"acc", f32, [64, N], "wgmma">, not {c}')
+        if a.dtype != b.dtype:
+            raise self.error(f"multiplies tiles of one type, not {a.dtype} and {b.dtype}")
+        n = c.shape[1]
+        if n % 8 or not 8 <= n <= 256:
+            raise self.error(f"has N from 8 to 256 in steps of 8, not {n}")
+        for what, t, rows in (("A", a, 64), ("B", b, n)):
+            d = descriptor(t)
+            if isinstance(d, str):
+                raise self.error(f"{what}: {d}")
+            if len(self.exprs(f"index_{what.lower()}")) != len(t.shape):
+                raise self.error(f"{what} takes {len(t.shape)} indices (the tile's first element) into {t}")
+            if t.shape[-2] < rows or t.shape[-1] < 16:
+                raise self.error(f"{what}'s tile [{rows}, 16] does not fit {t}")
+        if self.result.type != c:
+            raise self.error(f"result must be {c}")
+
+    def print_custom(self, p):
+        p.write("kernel.wgmma ", p.value(self.a), "[", self.fmt(p, "index_a"), "], ")
+        p.write(p.value(self.b), "[", self.fmt(p, "index_b"), "], ", p.value(self.c))
+        p.write(" : ", p.type(self.result.type))
+
+
+class WgmmaFenceOp(BareOp):
+    """`wgmma.fence`: orders the warpgroup's earlier register (and shared-memory) accesses before the wgmmas after
+    it; needed before the first wgmma that reads an accumulator other instructions wrote."""
+
+    name = "kernel.wgmma_fence"
+
+
+class WgmmaCommitOp(BareOp):
+    """`wgmma.commit_group`: the wgmmas issued since the last commit form one group."""
+
+    name = "kernel.wgmma_commit"
+
+
+class WgmmaWaitOp(GroupWaitOp):
+    """`wgmma.wait_group N`: wait until at most `pending` committed groups are in flight; their accumulators are
+    then ready and their operands' shared memory free."""
+
+    name = "kernel.wgmma_wait"
+
+
+OPS = (WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp)
