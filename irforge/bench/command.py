@@ -206,7 +206,7 @@ def _compile_only(args, cases, systems, out, err) -> int:
     spawn = multiprocessing.get_context("spawn")
     pool = concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=spawn) if args.jobs > 1 else None
     with pool or contextlib.nullcontext():
-        done = pool.map(work, [c.id for c in cases]) if pool else map(work, [c.id for c in cases])
+        done = (pool.map if pool else map)(work, [c.id for c in cases])
         for i, (case, (line, case_failed)) in enumerate(zip(cases, done)):
             progress.start(i, case)
             failed += case_failed
