@@ -66,8 +66,8 @@ WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
-# tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: on an H100 a 2048^3
-# product the model gave 2% for raster 16 ran 16% slower (bench/results/contraction_sweep-h100-2026-11-24, sweep 4).
+# tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: the 2% it gave raster 16
+# on a 2048^3 product bought nothing on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep6).
 RASTER_MIN_SAVING = 0.10
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
