@@ -245,7 +245,7 @@ class Heuristic:
         the kernel has fewer than DEEP_SPLIT_WAVES blocks per multiprocessor and each share keeps DEEP_SHARE
         trips; never a share under MIN_SHARE trips (its chunks are staged: the pipeline needs trips to fill). A
         block of small register tiles holds two warps, so a few blocks per multiprocessor leave it short of warps
-        to switch between: sweep 4 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
+        to switch between: sweep 5 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
         best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
         (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
