@@ -107,14 +107,13 @@ def test_a_point_drops_the_decisions_that_change_nothing():
 
 # ---- isolated kernels ------------------------------------------------------------------------------------------
 def test_isolated_kernel_reads_its_inputs_and_returns_its_outputs():
-    first, second = loop_kernels(
-        "q=torch.randn(1,2,8,16); k=torch.randn(1,2,8,16); v=torch.randn(1,2,8,16); torch.softmax(q @ k.mT, -1) @ v"
-    )
+    # two chained products: the first kernel stores a @ b, the second reads it with c
+    first, second = loop_kernels("a=torch.randn(8,16); b=torch.randn(16,8); c=torch.randn(8,4); (a @ b) @ c")
     iso = isolate(second)
     func = iso.body.ops[0]
     ft = func.attributes["function_type"]
-    assert [str(t) for t in ft.inputs] == ["f32[1,2,8,8,1]", "f32[1,2,8,16]"]  # q @ k.mT's buffer, then v
-    assert [str(t) for t in ft.outputs] == ["f32[1,2,8,16]"]
+    assert [str(t) for t in ft.inputs] == ["f32[8,8,1]", "f32[8,4]"]  # a @ b's buffer, then c
+    assert [str(t) for t in ft.outputs] == ["f32[8,4]"]
     from irforge.verifier import verify
 
     verify(iso)

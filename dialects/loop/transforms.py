@@ -219,7 +219,7 @@ def eliminate_dead(root: Operation) -> bool:
         for op in reversed(list(block.ops)):  # users before the values they use
             if isinstance(op, ReduceOp) and op.extent == 0:
                 inits = [v for _, init, _ in op.carriers for v in init]
-                for r, v in zip(op.results, inits):
+                for r, v in ((r, v) for r, v in zip(op.results, inits) if r.uses):  # an unused one is dead
                     const = ConstOp.build(v, r.type, op.loc)
                     op.parent.insert_before(op, const)
                     r.replace_all_uses_with(const.result)
