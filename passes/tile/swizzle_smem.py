@@ -80,8 +80,25 @@ class TileSwizzleSmem(Pass):
                 options = heuristic().smem_swizzles(op, st)
             current, best, tried = banks.choose(st, [{"swizzle": sw} for sw in options])
             self.remark(st, banks.proof(st, current, best, tried))
-            if best is not current:
+            if best is current:
+                continue
+            pad = None if st.copy == "tma" or "pad" in st.attributes else _padded_as_well(op, st, best)
+            if pad is not None:
+                self.remark(st, f"%{st.result.name_hint}: left to tile-pad-smem: {pad.name()} takes as few wavefronts")
+            else:
                 st.attributes["swizzle"] = best.layout["swizzle"]
+
+
+def _padded_as_well(kernel: T.KernelOp, stage: T.StageOp, swizzled: banks.Candidate) -> banks.Candidate | None:
+    """The best pad of the stage when it takes no more wavefronts than `swizzled` (None otherwise): a pad moves
+    rows by a constant that folds into each access's offset, where a swizzle XORs every address (instructions and
+    registers in the inner loop: the A-transposed product of a K-major weight spilled under it)."""
+    _, best, _ = banks.choose(stage, [{"pad": p} for p in heuristic().smem_pads(kernel, stage)])
+    return (
+        best
+        if "pad" in best.layout and best.layout["pad"] and best.cost.wavefronts <= swizzled.cost.wavefronts
+        else None
+    )
 
 
 def candidates(kernel: T.KernelOp) -> list[T.StageOp]:
