@@ -15,7 +15,10 @@ GPU time running; `run` compiles whatever is missing. Then, with TF32 off:
 2. TinyLlama-1.1B and SmolLM2-135M in bf16: at each step (the prefill, then 31 decode steps fed HF's tokens) the
    logits within 2e-2 of HF's, relative to the largest HF logit;
 3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's, timed;
-4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager.
+4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager;
+5. with --profile, the same model's decode step (after the 512-token prompt) and prefill kernel by kernel: each
+   kernel's launch shape, bytes, the floor of those bytes at the measured copy bandwidth and its measured time
+   (irforge.models.profile), sorted by total time.
 
 Every `irforge generate` writes OUT/generate-<case>.json; OUT/models-<gpu>.json has every check, every timing and
 the environment. Exit 1 when a check fails.
@@ -53,6 +56,7 @@ CASES = {  # name: (model, dtype, batch, prompt tokens, new tokens); "tiny-*" ar
 GENERATE = ["tiny-llama-f32", "tiny-qwen2-f32", "tinyllama-f32", "smollm2-f32", "tinyllama-bf16"]
 LOGITS = ["tinyllama-bf16", "smollm2-bf16", "qwen2.5-7b-prefill512"]
 REL_TOL = 2e-2
+PROFILE = "tinyllama-bf16-prefill512"  # --profile: its decode step is the one `prefill_speed` times
 
 
 def model_spec(directory: str, case: str) -> str:
@@ -165,6 +169,44 @@ def prefill_speed(directory: str) -> dict:
     }
 
 
+def profile_case(directory: str, case: str) -> dict:
+    """Per-kernel times of the decode step (at the position after the prompt, where `irforge generate` times it)
+    and of the prefill, each launch against the floor of its bytes (irforge.models.profile)."""
+    import torch
+
+    from irforge.models.gpu import OnGPU
+    from irforge.models.profile import kernels, launch_times, table
+    from irforge.models.speed import copy_bandwidth, cuda_time
+    from irforge.models.weights import load_weights
+
+    model = compiled(directory, case)
+    _, dtype, batch, prompt_len, _ = CASES[case]
+    params = load_weights(None, model.param_types, dtype, model.config, seed=0, device="cuda")
+    runner = OnGPU(model, params)
+    prompt = prompt_of(model)
+    bandwidth = copy_bandwidth()
+    row = {"case": case, "copy_bandwidth_bytes_per_s": bandwidth}
+    steps = {
+        "decode": (torch.zeros((batch, 1), dtype=torch.long, device="cuda"), torch.tensor([prompt_len], device="cuda")),
+        "prefill": (torch.as_tensor(prompt, device="cuda"), torch.arange(prompt_len, device="cuda")),
+    }
+    runner("prefill", prompt, np.arange(prompt_len))
+    for name, (ids, pos) in steps.items():
+        ex = runner.executors[name]
+        rows = kernels(ex.program.parent_op)
+        times = launch_times(runner, name, ids, pos)
+        whole_ms = cuda_time(lambda: ex(ids, pos), reps=10)
+        how = "as a CUDA graph" if ex.use_graph else "eagerly"
+        print(f"{case} {name} step: {whole_ms:.3f} ms {how}\n{table(rows, bandwidth, times)}", flush=True)
+        row[name] = {
+            "step_ms": whole_ms,
+            "graph": ex.use_graph,
+            "kernels": [{**k.__dict__, "floor_ms": k.nbytes / bandwidth * 1e3} for k in rows],
+            "launch_ms": times,
+        }
+    return row
+
+
 def environment() -> dict:
     import torch
     import transformers
@@ -195,7 +237,11 @@ def timed(rows: list, what: str, fn, *args) -> bool:
     gc.collect()  # the case's models and weights, before the next case's
     torch.cuda.empty_cache()
     rows.append(row)
-    shown = {k: v for k, v in row.items() if k not in ("trace", "per_step", "prompt", "tokens", "hf_tokens")}
+    shown = {
+        k: v
+        for k, v in row.items()
+        if k not in ("trace", "per_step", "prompt", "tokens", "hf_tokens", "decode", "prefill")
+    }
     print(json.dumps(shown), flush=True)
     return row.get("ok", True)
 
@@ -207,11 +253,14 @@ def main() -> int:
     ap.add_argument("--out", default="build/models/results", help="where `run` writes its JSON")
     ap.add_argument("--only", nargs="*", choices=list(CASES), help="only these cases")
     ap.add_argument("--no-torch-compile", action="store_true", help="time HF eager only")
+    ap.add_argument("--profile", action="store_true", help="per-kernel times of TinyLlama bf16's decode and prefill")
     args = ap.parse_args()
     os.environ["IRFORGE_CACHE_DIR"] = os.environ.get("IRFORGE_CACHE_DIR") or os.path.join(args.dir, "cache")
     os.makedirs(args.dir, exist_ok=True)
     write_tiny_configs(args.dir)
     cases = args.only or list(CASES)
+    if args.profile and PROFILE not in cases:
+        cases.append(PROFILE)
     if args.phase == "compile":
         from irforge.diagnostics import IRForgeError
 
@@ -233,7 +282,7 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     os.makedirs(args.out, exist_ok=True)
-    report: dict = {"environment": environment(), "generate": [], "logits": [], "prefill": []}
+    report: dict = {"environment": environment(), "generate": [], "logits": [], "prefill": [], "profile": []}
     ok = True
     for case in [c for c in GENERATE if c in cases]:
         ok &= timed(report["generate"], case, generate_case, args.dir, args.out, case, not args.no_torch_compile)
@@ -241,6 +290,8 @@ def main() -> int:
         ok &= timed(report["logits"], case, logits_case, args.dir, case)
     if "tinyllama-bf16-prefill512" in cases:
         ok &= timed(report["prefill"], "tinyllama-bf16-prefill512", prefill_speed, args.dir)
+    if args.profile:
+        ok &= timed(report["profile"], PROFILE, profile_case, args.dir, PROFILE)
     found = re.search(r"\b([A-Z]\d{2,4})\b", report["environment"]["gpu"] or "")
     gpu = found.group(1).lower() if found else "gpu"  # "NVIDIA H100 80GB HBM3" -> h100
     path = os.path.join(args.out, f"models-{gpu}.json")
