@@ -13,7 +13,8 @@ GPU time running; `run` compiles whatever is missing. Then, with TF32 off:
    bf16: its tokens beside HF's, and the timings: prefill and decode (the decode step a CUDA graph) vs HF eager and
    torch.compile, and the fraction of the decode bandwidth limit;
 2. TinyLlama-1.1B and SmolLM2-135M in bf16: at each step (the prefill, then 31 decode steps fed HF's tokens) the
-   logits within 2e-2 of HF's, relative to the largest HF logit;
+   logits within 2e-2 of HF's, relative to the largest HF logit, or else no further from HF in fp32 (the same
+   weights) than 1.25 times HF bf16's own distance to it;
 3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's, timed;
 4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager;
 5. with --profile, the same model's decode step (after the 512-token prompt) and prefill kernel by kernel: each
@@ -56,6 +57,9 @@ CASES = {  # name: (model, dtype, batch, prompt tokens, new tokens); "tiny-*" ar
 GENERATE = ["tiny-llama-f32", "tiny-qwen2-f32", "tinyllama-f32", "smollm2-f32", "tinyllama-bf16"]
 LOGITS = ["tinyllama-bf16", "smollm2-bf16", "qwen2.5-7b-prefill512"]
 REL_TOL = 2e-2
+# bf16 past REL_TOL of HF's logits: irforge's distance to HF in fp32 at most this much over HF bf16's own (a
+# 22-layer model's bf16 noise is about REL_TOL: HF's SDPA and eager attention differ by 0.022-0.027, docs/models.md)
+F32_MARGIN = 1.25
 PROFILE = "tinyllama-bf16-prefill512"  # --profile: its decode step is the one `prefill_speed` times
 
 
@@ -120,7 +124,9 @@ def generate_case(directory: str, out: str, case: str, torch_compile: bool) -> d
 
 
 def logits_case(directory: str, case: str) -> dict:
-    """Each step's logits (the prefill, then the decode steps fed HF's tokens) within REL_TOL of HF's."""
+    """Each step's logits (the prefill, then the decode steps fed HF's tokens) within REL_TOL of HF's; beside them
+    irforge's and HF bf16's distance to HF in fp32 (the same bf16 weights), HF's own bf16 noise. A case past
+    REL_TOL passes when irforge is no further from fp32 than F32_MARGIN times HF bf16 is (`ok_by`)."""
     import torch
 
     from irforge.models.generate import hf_greedy, hf_model, hf_step_logits
@@ -141,12 +147,23 @@ def logits_case(directory: str, case: str) -> dict:
         got.append(runner("decode", ref[:, t : t + 1], np.array([prompt_len + t])).cpu().numpy())
     errs = [rel_error(g, w) for g, w in zip(got, want)]
     row = {"case": case, "dtype": dtype, "prompt": prompt_len, "compile": model.summary()}
-    row.update(max_rel_error=max(errs), per_step=errs, ok=max(errs) <= REL_TOL)
+    row.update(max_rel_error=max(errs), per_step=errs)
     if new == 1:  # a prefill case: its time too
         row["irforge_prefill_ms"] = cuda_time(lambda: runner("prefill", prompt, np.arange(prompt_len)), reps=5)
         ids = torch.as_tensor(prompt, device="cuda")
         with torch.no_grad():
             row["hf_eager_prefill_ms"] = cuda_time(lambda: lm(input_ids=ids, logits_to_keep=1), reps=5)
+    lm = runner = None  # their memory, before the fp32 model
+    gc.collect()
+    torch.cuda.empty_cache()
+    exact = hf_step_logits(hf_model(model.config, params, "f32", "cuda"), prompt, ref[:, : new - 1])
+    ours = [rel_error(g, x) for g, x in zip(got, exact)]
+    theirs = [rel_error(w, x) for w, x in zip(want, exact)]
+    row.update(per_step_vs_f32=ours, hf_per_step_vs_f32=theirs, max_vs_f32=max(ours), hf_max_vs_f32=max(theirs))
+    if max(errs) <= REL_TOL:
+        row.update(ok=True, ok_by=f"within {REL_TOL} of HF bf16")
+    else:
+        row.update(ok=max(ours) <= F32_MARGIN * max(theirs), ok_by=f"vs fp32 within {F32_MARGIN}x HF bf16's error")
     return row
 
 
@@ -240,7 +257,8 @@ def timed(rows: list, what: str, fn, *args) -> bool:
     shown = {
         k: v
         for k, v in row.items()
-        if k not in ("trace", "per_step", "prompt", "tokens", "hf_tokens", "decode", "prefill")
+        if k not in ("trace", "prompt", "tokens", "hf_tokens", "decode", "prefill")
+        and not k.startswith(("per_step", "hf_per_step"))
     }
     print(json.dumps(shown), flush=True)
     return row.get("ok", True)
