@@ -103,6 +103,10 @@ def table(rows: list[Kernel], bandwidth: float | None = None, times: list[tuple[
         floor = sum(k.nbytes * k.launches for k in rows) / bandwidth * 1e3 if bandwidth else None
         tail = f"{len(times)} launches: {whole:.3f} ms run back to back"
         lines.append(tail + (f"; floor of the bytes {floor:.3f} ms" if floor is not None else ""))
+    if bandwidth:
+        lines.append(
+            "(bytes: each argument whole, so a gather's table (the embedding) or the cache update's cache counts whole)"
+        )
     return "\n".join(lines) + "\n"
 
 
