@@ -280,6 +280,8 @@ class Heuristic:
                 if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
                     best = s
             return best
+        if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
+            return _decode_attention_splits(blocks, trips, sms)
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
@@ -414,6 +416,15 @@ def _wgmma_loops(kernel: T.KernelOp) -> list[T.ForOp]:
     return [
         lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and str(lp.attributes.get("atom", "")).startswith("wgmma")
     ]
+
+
+def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:
+    """Attention at decode: a block holds one KV head's few query rows (under a warp), each thread a row that walks
+    its share of the cache serially (a dot product and an update of the whole head per position), so the time
+    is the share's length: the cache is split as far as one block per multiprocessor allows, over any divisor of
+    its chunks (the lengths a cache is compiled for, prompt plus new tokens, rarely factor into SPLITS), each
+    share two chunks at least (tile-split-reduce's rule)."""
+    return max((s for s in range(2, trips) if trips % s == 0 and blocks * s <= sms), default=1)
 
 
 def _tensorized_tile(reduce: T.ReduceOp) -> int:
