@@ -13,8 +13,8 @@ GPU time running; `run` compiles whatever is missing. Then, with TF32 off:
    bf16: its tokens beside HF's, and the timings: prefill and decode (the decode step a CUDA graph) vs HF eager and
    torch.compile, and the fraction of the decode bandwidth limit;
 2. TinyLlama-1.1B and SmolLM2-135M in bf16: at each step (the prefill, then 31 decode steps fed HF's tokens) the
-   logits within 2e-2 of HF's, relative to the largest HF logit, or else no further from HF in fp32 (the same
-   weights) than 1.25 times HF bf16's own distance to it;
+   logits within 2e-2 of HF's, relative to the largest HF logit (the check); beside it, whether irforge is no
+   further from HF in fp32 (the same weights) than 1.25 times HF bf16's own distance to it (HF's own bf16 noise);
 3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's, timed;
 4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager;
 5. with --profile, the same model's decode step (after the 512-token prompt) and prefill kernel by kernel: each
@@ -124,9 +124,9 @@ def generate_case(directory: str, out: str, case: str, torch_compile: bool) -> d
 
 
 def logits_case(directory: str, case: str) -> dict:
-    """Each step's logits (the prefill, then the decode steps fed HF's tokens) within REL_TOL of HF's; beside them
-    irforge's and HF bf16's distance to HF in fp32 (the same bf16 weights), HF's own bf16 noise. A case past
-    REL_TOL passes when irforge is no further from fp32 than F32_MARGIN times HF bf16 is (`ok_by`)."""
+    """Each step's logits (the prefill, then the decode steps fed HF's tokens) within REL_TOL of HF's (`ok`); beside
+    them irforge's and HF bf16's distance to HF in fp32 (the same bf16 weights), HF's own bf16 noise, and whether
+    irforge is within F32_MARGIN times that noise (`within_hf_bf16_noise`: information, not the check)."""
     import torch
 
     from irforge.models.generate import hf_greedy, hf_model, hf_step_logits
@@ -160,10 +160,7 @@ def logits_case(directory: str, case: str) -> dict:
     ours = [rel_error(g, x) for g, x in zip(got, exact)]
     theirs = [rel_error(w, x) for w, x in zip(want, exact)]
     row.update(per_step_vs_f32=ours, hf_per_step_vs_f32=theirs, max_vs_f32=max(ours), hf_max_vs_f32=max(theirs))
-    if max(errs) <= REL_TOL:
-        row.update(ok=True, ok_by=f"within {REL_TOL} of HF bf16")
-    else:
-        row.update(ok=max(ours) <= F32_MARGIN * max(theirs), ok_by=f"vs fp32 within {F32_MARGIN}x HF bf16's error")
+    row.update(ok=max(errs) <= REL_TOL, within_hf_bf16_noise=max(ours) <= F32_MARGIN * max(theirs))
     return row
 
 
