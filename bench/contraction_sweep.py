@@ -124,6 +124,11 @@ VARIANTS = {
     "wgmma.s4p2": variant(stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=2"),
     "wgmma.s4p3": variant(stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=3"),
     "wgmma.s5p3": variant(stages=5, tile_tensorize="atom=wgmma", tile_pipeline="depth=3"),
+    # chunks of 32 (64-byte rows): deeper rings in the same shared memory, two 128 x 128 blocks an SM
+    **{
+        f"wgmma.bk32.s{s}p{p}": variant(bk=32, stages=s, tile_tensorize="atom=wgmma", tile_pipeline=f"depth={p}")
+        for s, p in ((4, 2), (5, 3), (6, 4), (6, 5))
+    },
     "wgmma.128x256.s3p1": variant(
         bm=128, bn=256, threads=256, stages=3, tile_tensorize="atom=wgmma", tile_pipeline="depth=1"
     ),
