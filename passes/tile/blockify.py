@@ -45,6 +45,12 @@ class TileBlockify(Pass):
     bn: int = option(
         0, domain=Choices(TILE_CHOICES), help="columns (N) of a contraction's output tile per block (0: heuristic)"
     )
+    lanes: int = option(
+        0,
+        domain=Choices(THREAD_CHOICES[:7]),
+        help="threads along x sharing each row of a contraction whose A factor a reduction computes (attention's "
+        "scores), rows along y (0: heuristic; 1: a thread per row)",
+    )
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp):
@@ -143,6 +149,10 @@ def _collapsible(band: T.ForOp) -> T.ForOp | None:
 
 
 def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, p: TileBlockify) -> None:
+    lanes = p.lanes or heuristic().row_lanes(kernel, band, m_dim, n_dim)
+    if lanes > 1 and band.extents[n_dim] % lanes == 0:
+        _tile_shared_rows(kernel, band, m_dim, n_dim, lanes, p)
+        return
     bm, bn, threads = heuristic().contraction_tile(kernel, band, m_dim, n_dim)
     bm, bn, threads = p.bm or bm, p.bn or bn, p.threads or threads
     if bm == 1 and bn == 1:
@@ -152,6 +162,21 @@ def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int,
     threads = min(threads, bm * bn, target().max_threads)
     tile_loop(band, tuple(sizes), inner_bind=("threadIdx.x",))
     kernel.set_axis_size("threadIdx.x", threads)
+
+
+def _tile_shared_rows(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, lanes: int, p: TileBlockify) -> None:
+    """A block per tile of `bm` rows and all of N, its rows along threadIdx.y and `lanes` threads along x sharing
+    each row: once tile-register-tile gives each lane its N / lanes columns, the lanes of a row differ in nothing
+    but those columns, so they can share the row's A reduction (the scores)."""
+    bm, threads = heuristic().attention_tile(kernel, band, m_dim, n_dim, lanes)
+    bm = p.bm or bm
+    rows = min(bm, max(1, (p.threads or threads) // lanes), target().max_threads // lanes)
+    sizes = [1] * len(band.extents)
+    sizes[m_dim], sizes[n_dim] = bm, band.extents[n_dim]
+    tile_loop(band, tuple(sizes), inner_bind=("threadIdx.y", "threadIdx.x"))
+    kernel.set_axis_size("threadIdx.x", lanes)
+    kernel.set_axis_size("threadIdx.y", rows)
+    p.remark(band, f"each of a block's {rows} rows is shared by {lanes} threads along x (its columns and scores)")
 
 
 def _tiles_contraction(band: T.ForOp) -> bool:

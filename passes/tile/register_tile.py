@@ -3,6 +3,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.tile import vectors
 from irforge.dialects.tile.algebra import contractions_in
+from irforge.passes.tile.cooperative_reduce import share
 from irforge.passes.tile.heuristics import TILE_CHOICES, heuristic
 
 from irforge.ir import Operation
@@ -52,6 +53,29 @@ class TileRegisterTile(Pass):
             collective = any(isinstance(x, (T.StageOp, T.CombineOp)) for x in loop.walk())
             if collective and loop.work_items % loop.units(op):
                 loop.set_vector(old)  # some threads would miss the block's stages
+            elif shares_rows(op, loop, n_dim):
+                for c in contractions_in(loop):
+                    if c.a_reduction is not None and not c.a_reduction.bind:
+                        share(c.a_reduction)
+                        self.remark(
+                            c.a_reduction,
+                            f"shared by the row's {op.axis_size('threadIdx.x')} threads along x (a slice each, then "
+                            "a shuffle)",
+                        )
+
+
+def shares_rows(kernel: T.KernelOp, loop: T.ForOp, n_dim: int) -> bool:
+    """Whether the threads along x of `loop` differ only in their columns (N): x is its last axis, its last
+    dimension is N and is dealt whole to the x threads, one work item a thread. What those threads compute that
+    does not depend on N (a reduction computing the contraction's A factor) they can then share."""
+    x = kernel.axis_size("threadIdx.x")
+    return (
+        x > 1
+        and loop.bind[-1:] == ("threadIdx.x",)
+        and n_dim == len(loop.extents) - 1
+        and loop.layout.work_grid[-1] == x
+        and loop.work_items == loop.units(kernel)
+    )
 
 
 def candidates(kernel: T.KernelOp) -> list[tuple[T.ForOp, int, int]]:
