@@ -239,7 +239,7 @@ class LoopOp(indexing.LoopBase):
             raise self.error("names a hardware axis twice")
         outer = bound_axes(self)
         for a in bind:
-            if a in outer and not _deals_axis_by_column(self, a):
+            if a in outer and not _shared_by_column(self, a):
                 raise self.error(f"distributes over {a}, which an enclosing loop is already distributed over")
         for key in ("vector", "split", "warps"):
             v = self.attributes.get(key, ())
@@ -529,7 +529,7 @@ class CombineOp(Operation):
             raise self.error(f"via {via!r}: a combine over one block axis goes via {' or '.join(COMBINE_VIAS)}")
         outer = bound_axes(self)
         for a in over:
-            if a in outer and not _deals_axis_by_column(self, a):
+            if a in outer and not _shared_by_column(self, a):
                 raise self.error(
                     f"combines over {a}, but an enclosing loop is distributed over it (its threads hold different "
                     "points)"
@@ -707,26 +707,10 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
-def _deals_axis_by_column(op: Operation, axis: str) -> bool:
-    """Whether `op` (a loop distributed over `axis`, or a combine over it) may use `axis` although an enclosing loop
-    distributes over it: that loop deals one work item per unit, `axis` last, its last work-grid dimension exactly
-    over `axis` (the axis picks that dimension's index alone, the column), and nothing `op` computes or combines
-    depends on the column. The threads along `axis` then stand at the same point of everything `op` does, so they
-    can share it (the lanes of an attention row sharing its scores)."""
-    outer = next(lp for lp in enclosing_loops(op) if axis in lp.bind)
-    kernel = kernel_of(op)
-    if not (
-        outer.bind[-1] == axis
-        and outer.work_items == outer.units(kernel)
-        and outer.layout.work_grid[-1] == kernel.axis_size(axis)
-    ):
-        return False
-    column = {outer.ivs[-1]}
-    for inner in outer.walk():  # the values computed from the column, in program order
-        if inner is not outer and any(v in column for v in inner.operands):
-            column.update(inner.results)
-    reads = op.operands if isinstance(op, CombineOp) else [v for inner in op.walk() for v in inner.operands]
-    return not any(v in column for v in reads)
+def _shared_by_column(op: Operation, axis: str) -> bool:
+    from .columns import shared_by_column  # it builds on this module
+
+    return shared_by_column(op, axis)
 
 
 def bound_axes(op: Operation) -> set[str]:
