@@ -42,10 +42,14 @@ SCORE_THREADS = 64
 # values spilled). Then `row_lanes` threads along x share each row: each holds ROW_LANE_OUTPUTS columns of O at most
 # and the same slice of the scores' reduction, the slices' sums meeting in a shuffle within the row's lanes.
 ROW_LANE_OUTPUTS = 32
-# Attention over few query rows (decode) reads each K/V byte for 2 * rows / bytes-per-element flops: under
-# SIMT_FLOPS_PER_BYTE (an H100's f32 FMA rate over its bandwidth, 67 TFLOP/s / 3.35 TB/s) it is bound by memory and
-# splits its keys like split-K streams a weight: toward SPLIT_BLOCKS_PER_SM blocks a multiprocessor, shares of at
-# least ATTENTION_MIN_SHARE chunks (each share stores a partial (m, l, O) of a few rows: cheap next to its K/V).
+# Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
+# a warp walks its share of the keys one dependent step after another (scores, shuffles, the online rescale), so
+# only many warps in flight keep the multiprocessors issuing, and the K/V streams' latency hidden. Shares keep at
+# least ATTENTION_MIN_SHARE chunks (the ring's copies ahead of the reads), and MIN_SHARE while the kernel does more
+# than SIMT_FLOPS_PER_BYTE flops a K/V byte (prefill: 2 * rows / bytes-per-element; an H100's f32 FMA rate over its
+# bandwidth, 67 TFLOP/s / 3.35 TB/s), where every share's partial O (rows x N in f32) costs traffic its compute
+# does not hide.
+ATTENTION_WARPS_PER_SM = 16
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -313,9 +317,8 @@ class Heuristic:
             return best
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
-            if _attention_bound_by_memory(kernel, reduce):
-                share = [s for s in (1, *SPLITS) if trips % s == 0 and trips // s >= ATTENTION_MIN_SHARE]
-                return min(share, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
+            if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
+                return self._attention_splits(kernel, reduce, blocks)
             return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
         if _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
             return min((s for s in fits if blocks * s >= sms), default=max(fits))
@@ -324,6 +327,17 @@ class Heuristic:
             return nearest
         deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
         return max(nearest, deep)
+
+    def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
+        """Blocks sharing the keys of an attention-shaped contraction whose rows' lanes share the scores: the
+        split whose warps come nearest (by ratio; the larger on a tie) to ATTENTION_WARPS_PER_SM a multiprocessor,
+        shares of ATTENTION_MIN_SHARE chunks at least, MIN_SHARE where the kernel is bound by compute."""
+        trips = reduce.extents[0]
+        least = ATTENTION_MIN_SHARE if _attention_bound_by_memory(reduce) else MIN_SHARE
+        fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= least)]
+        warps = blocks * max(1, kernel.threads // target().warp_size)
+        aim = ATTENTION_WARPS_PER_SM * target().sm_count
+        return min(fits, key=lambda s: (abs(math.log(warps * s / aim)), -s))
 
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
@@ -416,7 +430,7 @@ class Heuristic:
         return UNROLL_OPS
 
 
-def _attention_bound_by_memory(kernel: T.KernelOp, reduce: T.ReduceOp) -> bool:
+def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
     """Whether the attention-shaped contraction in `reduce` does fewer than SIMT_FLOPS_PER_BYTE flops per byte of
     its B factor (K and V): 2 per query row a block shares each element with, over the element's bytes."""
     c = next((c for r in reduce.walk() if isinstance(r, T.ReduceOp) for c in [contraction_of(r)] if c), None)
