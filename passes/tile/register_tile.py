@@ -46,22 +46,21 @@ class TileRegisterTile(Pass):
             tm, tn = heuristic().register_tile(op, loop, m_dim, n_dim)
             widths = [1] * len(loop.extents)
             widths[m_dim], widths[n_dim] = self.tm or tm, self.tn or tn
-            if all(w == 1 for w in widths) or vectors.why_not(loop, tuple(widths)):
-                continue
-            old = loop.vector_shape
-            loop.set_vector(widths)
-            collective = any(isinstance(x, (T.StageOp, T.CombineOp)) for x in loop.walk())
-            if collective and loop.work_items % loop.units(op):
-                loop.set_vector(old)  # some threads would miss the block's stages
-            elif shares_rows(op, loop, n_dim):
-                for c in contractions_in(loop):
-                    if c.a_reduction is not None and not c.a_reduction.bind:
-                        share(c.a_reduction)
-                        self.remark(
-                            c.a_reduction,
-                            f"shared by the row's {op.axis_size('threadIdx.x')} threads along x (a slice each, then "
-                            "a shuffle)",
-                        )
+            if any(w > 1 for w in widths) and not vectors.why_not(loop, tuple(widths)):
+                old = loop.vector_shape
+                loop.set_vector(widths)
+                collective = any(isinstance(x, (T.StageOp, T.CombineOp)) for x in loop.walk())
+                if collective and loop.work_items % loop.units(op):
+                    loop.set_vector(old)  # some threads would miss the block's stages
+            if shares_rows(op, loop, n_dim):
+                self._share_scores(op, loop)
+
+    def _share_scores(self, kernel: T.KernelOp, loop: T.ForOp) -> None:
+        for c in contractions_in(loop):
+            if c.a_reduction is not None and not c.a_reduction.bind:
+                share(c.a_reduction)
+                lanes = kernel.axis_size("threadIdx.x")
+                self.remark(c.a_reduction, f"shared by the row's {lanes} threads along x (a slice each, a shuffle)")
 
 
 def shares_rows(kernel: T.KernelOp, loop: T.ForOp, n_dim: int) -> bool:
