@@ -18,7 +18,9 @@ class TileBlockify(Pass):
     - a band whose points are the outputs of a contraction (`irforge.dialects.tile.algebra`) is cut into output
       tiles of `bm` x `bn` points (along its innermost M and N dimensions), a block per tile, the tile's points a
       loop over `threads` threads along x: the block's threads share the rows of A and columns of B the tile
-      reads;
+      reads; where a reduction computes A in the element (attention's scores) and `lanes` threads share a row,
+      the rows go along y and the lanes along x (`by threadIdx.y, threadIdx.x`), so that tile-register-tile can
+      give each lane a share of the row's columns, and the lanes the row's scores to share;
     - a free loop inside a block's point (under a band, or a loop that shares a reduction) goes on threadIdx.x
       when the block already has threads there that no enclosing loop uses: the threads take its iterations in
       turn (the write-back loop after a cooperative reduction);

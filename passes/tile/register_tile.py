@@ -19,6 +19,11 @@ class TileRegisterTile(Pass):
     of A and a `tn` row of B and multiplies them into it (an outer product: tm * tn fused multiply-adds for tm + tn
     loads). A loop already vectorized is left alone (idempotent). The loop keeps its threads: the pass declines
     where the tile would leave a loop holding a stage or combine with threads that have nothing to do.
+
+    When the threads along x then differ only in their columns (x the loop's last axis, its last dimension N dealt
+    whole to them, a work item a thread: the lanes of an attention row, `tile-blockify`'s `lanes`), the reduction
+    computing the contraction's A factor in the element (the row's scores, which read no column) is shared by them:
+    distributed over threadIdx.x, a slice each, and combined over threadIdx.x.
     """
 
     name = "tile-register-tile"
