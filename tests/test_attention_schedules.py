@@ -51,8 +51,6 @@ def _matches(reference, module, what: str) -> None:
 def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name, lanes):
     """`lanes` 4 makes four threads share each row (a slice of its columns and of its scores' reduction each, the
     slices' sums combined over x) whatever the head dimension; the default schedule does where it is long."""
-    from irforge.runtime.nvrtc import resource_usage
-
     m = loopgen.attention_module(**CASES[name])
     run_pipeline(m, "tensor-to-loop")
     assert len([op for op in m.walk() if isinstance(op, LoopKernel)]) == 1
@@ -62,6 +60,12 @@ def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name, lanes):
         _matches(reference, m, f"after {p}")
     if lanes:
         assert any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.x",) for c in m.walk())
+    _simulated_and_compiled(m, reference)
+
+
+def _simulated_and_compiled(m, reference) -> None:
+    from irforge.runtime.nvrtc import resource_usage
+
     run_pipeline(m, "tile-to-kernel")
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
     run_pipeline(m, "kernel-to-cuda")
@@ -70,6 +74,21 @@ def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name, lanes):
     usage = resource_usage(source, kernels[0].attributes["sym_name"], arch="sm_90a")
     assert set(usage) == {k.attributes["sym_name"] for k in kernels}
     assert not [n for n, u in usage.items() if u.spills], usage
+
+
+def test_decode_group_of_seven_on_whole_warps_of_lanes_matches():
+    """A group of 7 query heads (Qwen2.5's) with rows of 64 takes 32 lanes a row (2 would leave its block of 14
+    threads a partial warp, which shuffles cannot serve); the keys split across blocks, each storing m and l once for
+    its 32 lanes (one writer) and O by columns, the second kernel folding them: the simulator against the loop
+    interpreter."""
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=7, queries=1, keys=128, e=64, ev=64, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    run_pipeline(m, "loop-to-tile")
+    _matches(reference, m, "after loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    assert k.axis_size("threadIdx.x") == 32 and k.axis_size("threadIdx.y") == 7 and k.axis_size("blockIdx.y") > 1
+    _simulated_and_compiled(m, reference)
 
 
 def _tile(**kw) -> T.KernelOp:
