@@ -151,7 +151,8 @@ def _collapsible(band: T.ForOp) -> T.ForOp | None:
 
 
 def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, p: TileBlockify) -> None:
-    lanes = p.lanes or heuristic().row_lanes(kernel, band, m_dim, n_dim)
+    recomputes_a = any(c.a_reduction is not None for c in contractions_in(band))
+    lanes = (p.lanes or heuristic().row_lanes(kernel, band, m_dim, n_dim)) if recomputes_a else 1
     if lanes > 1 and band.extents[n_dim] % lanes == 0:
         _tile_shared_rows(kernel, band, m_dim, n_dim, lanes, p)
         return
