@@ -5,9 +5,12 @@
 # pipeline with `tile-blockify{lanes=1}` (a thread per row) and, for seed84's prefill, `tile-split-reduce{splits=1}`
 # (no prefill was split before); both reproduce the earlier defaults exactly (the emitted CUDA is the same).
 #
-#   bench/attention_ab.sh OUT_DIR        # on a GPU: OUT_DIR/seed84.{json,md}, OUT_DIR/llm.{json,md}
+#   bench/attention_ab.sh OUT_DIR                                   # on a GPU: OUT_DIR/{seed84,llm}.{json,md}
+#   bench/attention_ab.sh OUT_DIR --compile-only --cache CACHE --jobs 8   # ahead, on any machine (no GPU)
+#   bench/attention_ab.sh OUT_DIR --cache CACHE                     # then on the GPU, compiling nothing
 set -euo pipefail
-out=${1:?usage: bench/attention_ab.sh OUT_DIR}
+out=${1:?usage: bench/attention_ab.sh OUT_DIR [irforge bench options]}
+shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 irforge=${IRFORGE:-irforge}
 # loop-to-tile's passes on one line, with some options overridden: "pass{opts}" replacing "pass".
@@ -20,6 +23,6 @@ loop_to_tile() {
 old_prefill=$(loop_to_tile 'tile-blockify{lanes=1}' 'tile-split-reduce{splits=1}')
 old_decode=$(loop_to_tile 'tile-blockify{lanes=1}')
 "$irforge" bench --suite seed84 --cases 'sdpa*,naive_attn*' --systems eager,irforge \
-  --variant "old=$old_prefill" --max-seconds-per-case 2 -o "$out"
+  --variant "old=$old_prefill" --max-seconds-per-case 2 -o "$out" "$@"
 "$irforge" bench --suite llm --cases 'F4,F5,F6' --systems eager,irforge \
-  --variant "old=$old_decode" --max-seconds-per-case 2 -o "$out"
+  --variant "old=$old_decode" --max-seconds-per-case 2 -o "$out" "$@"

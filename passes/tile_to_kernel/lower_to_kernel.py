@@ -44,7 +44,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, memory, partials, tensor_cores
+from . import combines, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -316,8 +316,9 @@ def _yield(m: Materializer, op: T.YieldOp) -> None:
 
 # ---- loops ---------------------------------------------------------------------------------------------------------
 @contextmanager
-def work_items(m: Materializer, op: T.LoopOp, carries=()):
-    """The loop over this thread's work items of `op` (with its carries); yields (kernel loop or None, work item)."""
+def work_items(m: Materializer, op: T.LoopOp, carries=(), trips: Value | None = None):
+    """The loop over this thread's work items of `op` (with its carries); yields (kernel loop or None, work item).
+    `trips`: a kernel index bounding a loop no axis deals to its first `trips` work items (`masked.trips`)."""
     kb = m.kb
     w_count, units = op.work_items, op.units(m.tk)
     hint = (value_hint(op.ivs[0]) or "w") if len(op.ivs) == 1 and op.vector == 1 else "w"
@@ -335,6 +336,10 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
         m.trip[op] = u = kb.index(m.unit(op.bind), hint)
         with kb.if_(kb.scalar("lt", u, kb.const(w_count, index))) as br, br.then():
             yield None, u
+    elif trips is not None and not op.bind:
+        with kb.for_(0, Val(trips), carries=carries, hint=hint) as lp:
+            m.trip[op] = lp.iv
+            yield lp, lp.iv
     else:
         lower, step = (m.unit(op.bind), units) if op.bind else (0, 1)
         with strided(kb, lower, w_count, step, carries=carries, hint=hint, unroll=unroll) as (lp, w):
@@ -382,7 +387,8 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         for x, r in zip(init, results)
     ]
     chunk = _chunk(op)
-    with memory.pipelined(m, op), work_items(m, op, carries=inits) as (lp, w):
+    trips = masked.trips(m, op)
+    with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):
         for carry, r in zip(lp.carries, op.results):
             carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
         with lanes_of(m, op, w):
