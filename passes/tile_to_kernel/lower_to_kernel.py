@@ -16,7 +16,8 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 - `tile.reduce`: a `kernel.for` carrying the carriers (tiles where the elements vary along outer lane
   dimensions); its own lane dimensions fold into the carrier with the monoid's `fold_program` (straight into the
   accumulator, one element after another, where the monoid allows: fused multiply-adds), then the
-  `combine_program`, so every monoid takes the same path;
+  `combine_program`, so every monoid takes the same path; 0 trips where a mask makes every element of the block's
+  the identity (`masked.py`);
 - loads and stores: one (strided) tile access, vectors where the lanes are contiguous and provably aligned
   (`memory.py`); stages: shared-memory copies, multi-buffered, asynchronous and software-pipelined as the stage
   says (`memory.py`); `tile.combine`: shuffles and shared memory (`combines.py`);
