@@ -40,7 +40,7 @@ from irforge import index_expr as ix
 from irforge.attributes import UNIT, SymbolRef
 from irforge.builtin import FuncOp
 from irforge.ir import Operation, Value
-from irforge.pass_manager import Pass
+from irforge.pass_manager import Pass, option
 from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
@@ -61,6 +61,7 @@ class LowerToKernel(Pass):
     name = "lower-to-kernel"
     input_level = "tile"
     output_level = "kernel"
+    skip_masked: bool = option(True, help="skip a reduction's trips a mask makes the identity (masked.py)")
 
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         for k in _tile_kernels(op):
@@ -72,7 +73,7 @@ class LowerToKernel(Pass):
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
             partials.split_kernels(func)
-            _materialize_function(func, op)
+            _materialize_function(func, op, self.skip_masked)
 
 
 def _tile_kernels(module: Operation) -> list[T.KernelOp]:
@@ -101,7 +102,7 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
     return None
 
 
-def _materialize_function(func: FuncOp, module: Operation) -> None:
+def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True) -> None:
     for op in list(func.body.ops):
         hints = [r.name_hint for r in op.results]
         if isinstance(op, T.ParamOp):
@@ -110,7 +111,7 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
             params = memory.params(op)
-            mat = Materializer(op, params)
+            mat = Materializer(op, params, skip_masked)
             module.body.insert_before(func, mat.build())
             for k, buf in enumerate(mat.zeroed):
                 name = f"{op.sym_name}_zero{k}"
@@ -146,8 +147,9 @@ class Materializer:
     lane 0); `lanes` is the stack of lane dimensions around the op being materialized (the register-tile
     dimensions, outermost first); `trip` the work item each enclosing loop is on."""
 
-    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]]):
+    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]], skip_masked: bool = True):
         self.tk = tk
+        self.skip_masked = skip_masked
         attrs = {k: v for k, v in tk.attributes.items() if k not in ("sym_name", "grid", "block", "tune")}
         if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
@@ -388,7 +390,7 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         for x, r in zip(init, results)
     ]
     chunk = _chunk(op)
-    trips = masked.trips(m, op)
+    trips = masked.trips(m, op) if m.skip_masked else None
     with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):
         for carry, r in zip(lp.carries, op.results):
             carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
