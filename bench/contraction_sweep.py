@@ -119,6 +119,20 @@ VARIANTS = {
     "wgmma.128x256": variant(bm=128, bn=256, threads=256, tile_tensorize="atom=wgmma"),
     "wgmma.64x256": variant(bm=64, bn=256, threads=128, tile_tensorize="atom=wgmma"),
     "wgmma.128x64": variant(bm=128, bn=64, threads=256, tile_tensorize="atom=wgmma"),
+    # a wgmma group left in flight across trips (the ring two deeper than the prefetch) against draining each trip
+    "wgmma.s3p1": variant(stages=3, tile_tensorize="atom=wgmma", tile_pipeline="depth=1"),
+    "wgmma.s4p2": variant(stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=2"),
+    "wgmma.s4p3": variant(stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=3"),
+    "wgmma.s5p3": variant(stages=5, tile_tensorize="atom=wgmma", tile_pipeline="depth=3"),
+    "wgmma.128x256.s3p1": variant(
+        bm=128, bn=256, threads=256, stages=3, tile_tensorize="atom=wgmma", tile_pipeline="depth=1"
+    ),
+    "wgmma.128x256.s4p2": variant(
+        bm=128, bn=256, threads=256, stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=2"
+    ),
+    "wgmma.64x256.s4p2": variant(
+        bm=64, bn=256, threads=128, stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=2"
+    ),
 }
 
 

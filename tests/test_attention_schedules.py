@@ -29,6 +29,7 @@ CASES = {
     "decode_gqa_split": dict(batch=2, kv_heads=2, group=2, queries=1, keys=256, e=8, ev=8),
     "decode_below_one_chunk": dict(batch=1, kv_heads=1, group=3, queries=1, keys=5, e=4, ev=4),
     "decode_bf16": dict(batch=1, kv_heads=1, group=2, queries=1, keys=64, e=8, ev=8, dtype=bf16),
+    "decode_split_11_ways": dict(batch=1, kv_heads=4, group=2, queries=1, keys=528, e=8, ev=8, dtype=bf16),
     # a head dimension past ROW_LANE_OUTPUTS: the default schedule shares each row among lanes
     "causal_head_dim_64_odd_keys": dict(batch=1, kv_heads=1, group=2, queries=5, keys=21, e=64, ev=64, mask="causal"),
 }
@@ -151,6 +152,19 @@ def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
     assert threads.extents[0] == 4 and threads.vector_shape[-1] == 16
     assert any(isinstance(c, T.CombineOp) and c.over == ("blockIdx.y",) for c in k.walk())
+
+
+def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
+    """TinyLlama's decode over a cache of 528 (33 chunks of 16 keys: 3 x 11, no count of SPLITS but 3 divides it):
+    its 4 KV heads' blocks (8 rows of 4 lanes: a warp) are far fewer than the multiprocessors want, so the cache
+    splits as far as shares of two chunks allow, over any divisor of the chunks: 11 blocks a head."""
+    from irforge.target import target
+
+    assert target().sm_count == 132
+    k = _tile(batch=1, kv_heads=4, group=8, queries=1, keys=528, e=64, ev=64, dtype=bf16)
+    stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
+    assert stages["k"].box[-2] == 16
+    assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 4
 
 
 @pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128), (32, 8, 64)])

@@ -119,6 +119,29 @@ def test_prefill_and_decode_match_hf(tiny_model):
     assert len(np.unique(ref)) > 3  # the weights make tokens depend on the prompt, not one repeated token
 
 
+def test_hf_static_steps_compiled_give_hf_logits():
+    """The torch.compile system that `irforge generate` times (`HFStatic`: HF's static cache stepped by hand, the
+    decode step compiled whole; CUDA graphs aside, which need a GPU) gives HF's own logits at every step, after a
+    second prefill too (the cache reset), and returns copies that later steps leave alone."""
+    from irforge.models.generate import HFStatic
+    from irforge.models.hf import build_lm
+
+    config = tiny("llama")
+    torch.manual_seed(0)
+    lm = build_lm(config, "f32", "cpu")
+    prompt = np.random.default_rng(0).integers(0, config.vocab_size, (2, 5))
+    ref = hf_greedy(lm, prompt, 4)
+    want = hf_step_logits(lm, prompt, ref[:, :3])
+    torch._dynamo.reset()
+    steps = HFStatic(lm, 2, 16, compile=lambda f: torch.compile(f, backend="eager", fullgraph=True))
+    for _ in range(2):
+        got = [steps.prefill(prompt)] + [steps.decode(ref[:, t : t + 1]) for t in range(3)]
+        for t, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=f"step {t}")
+    assert len({g.data_ptr() for g in got}) == len(got)
+    torch._dynamo.reset()
+
+
 def test_safetensors_round_trip(tmp_path, tiny_model):
     from safetensors.torch import save_file
 

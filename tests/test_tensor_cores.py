@@ -7,7 +7,7 @@ declines what it cannot take and the heuristics leave decode-shaped products on 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
@@ -226,16 +226,20 @@ WGMMA_LATER = [
     st.sampled_from(((False, False, False), (True, False, False), (False, True, False), (False, False, True))),
     st.sampled_from((64, 128)),
     st.sampled_from(WGMMA_LATER),
-    st.sampled_from((1, 2, 3)),
+    st.sampled_from((1, 2, 3, 4)),
+    st.sampled_from((0, 1)),
     st.sampled_from(("all", "none")),
     st.booleans(),
 )
-def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, bm, chunk, stages, tma, split):
-    """nn.Linear's product laid out on wgmma (warpgroups of 64 rows), its K in chunks staged in rings of 1 to 3
-    slots by the tensor memory accelerator (swizzled for the descriptors) or by the threads, sometimes split over
-    blocks: the kernel simulator (reading the slabs through the descriptors' layout, catching a slot refilled
-    while a wgmma reads it) gives the loop interpreter's answer. Slabs the threads copy run on mma.sync from the
-    same layout; products the descriptors cannot read (a prologue, x stored M-major) are declined."""
+@example(128, 64, 128, "bf16", (False, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False)
+def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, bm, chunk, stages, depth, tma, split):
+    """nn.Linear's product laid out on wgmma (warpgroups of 64 rows), its K in chunks staged in rings of 1 to 4
+    slots by the tensor memory accelerator (swizzled for the descriptors) or by the threads, prefetched as deep as
+    the ring allows or one trip ahead, sometimes split over blocks: the kernel simulator (reading the slabs through
+    the descriptors' layout, catching a slot refilled while a wgmma reads it and an accumulator read before its
+    wait) gives the loop interpreter's answer. A trip leaves its wgmma group in flight exactly where the ring is two
+    deeper than the prefetch. Slabs the threads copy run on mma.sync from the same layout; products the descriptors
+    cannot read (a prologue, x stored M-major) are declined."""
     from irforge.parser import parse_module
 
     bias, a_t, prologue = variant
@@ -248,7 +252,7 @@ def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, 
         "tile-stage-inputs",
         f"tile-multi-buffer{{stages={stages}}}",
         f"tile-tma{{stages={tma}}}",
-        "tile-pipeline",
+        f"tile-pipeline{{depth={depth}}}",
     ]
     passes += ["tile-swizzle-smem"]
     assert schedule(module, passes) is None
@@ -262,4 +266,8 @@ def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, 
     wgmma = [op for op in module.walk() if op.name == "kernel.wgmma"]
     event(f"on wgmma: {bool(wgmma)}")
     assert bool(wgmma) == fed, text
+    in_flight = fed and all(st.ring - st.prefetch >= 2 for st in descriptors)
+    waits = sorted({op.attributes["pending"] for op in module.walk() if op.name == "kernel.wgmma_wait"})
+    event(f"wgmma group left in flight: {in_flight}")
+    assert waits == ([0, 1] if in_flight else [0] if fed else []), (waits, text)
     assert any(op.name == "kernel.mma" for op in module.walk()) == (bool(tensorized) and not fed), text

@@ -132,17 +132,14 @@ def agreement(ours: np.ndarray, ref: np.ndarray) -> str:
 
 def _speeds(args, runner, prompt, params, model, lm, out) -> dict:
     """Time irforge (and HF eager and torch.compile unless told not to); print them and the bandwidth limit."""
-    import torch
-
     from .hf import DTYPES
-    from .speed import as_dict, copy_bandwidth, decode_bytes, hf_speed, irforge_speed
+    from .speed import as_dict, compiled_speed, copy_bandwidth, decode_bytes, hf_speed, irforge_speed
 
     speeds = [irforge_speed(runner, prompt)]
     if lm is not None:
-        speeds.append(hf_speed(lm, prompt, "HF eager"))
+        speeds.append(hf_speed(lm, prompt))
         if not args.no_torch_compile:
-            lm.forward = torch.compile(lm.forward, mode="reduce-overhead", fullgraph=True)
-            speeds.append(hf_speed(lm, prompt, "torch.compile"))
+            speeds.append(compiled_speed(lm, prompt))
     for s in speeds:
         out.write(
             f"{s.system:>14}: prefill {s.prefill_tokens_per_s:10.1f} tokens/s ({s.prefill_ms:.2f} ms),"

@@ -79,4 +79,42 @@ def hf_step_logits(lm, prompt, new_tokens) -> list[np.ndarray]:
     return out
 
 
-__all__ = ["DTYPES", "Interpreted", "greedy", "hf_greedy", "hf_model", "hf_step_logits"]
+class HFStatic:
+    """HF's model stepped by hand over HF's `StaticCache`, as HF's static-cache recipe does: `prefill(ids)` (the
+    cache reset first) and `decode(ids)` each return the last position's logits `[B, V]` as float32 copies.
+
+    `compile` wraps the decode step (`torch.compile(fn, mode="reduce-overhead")`: CUDA graphs); the prefill stays
+    eager, as in HF's `generate`. The cache is allocated here, outside any compiled region, so that HF marks its
+    tensors as static addresses (a compiled step that allocated them would mutate graph inputs, and skip CUDA graphs).
+    """
+
+    def __init__(self, lm, batch: int, max_len: int, compile=None):
+        from transformers.cache_utils import StaticCache
+
+        from .hf import head_dim
+
+        self.lm = lm
+        self.cache = StaticCache(config=lm.config, max_cache_len=max_len)
+        p = next(lm.parameters())
+        c = lm.config
+        self.cache.early_initialization(batch, c.num_key_value_heads, head_dim(c), p.dtype, p.device)
+        self._decode = compile(self._step) if compile else self._step
+
+    def _step(self, ids, cache):
+        return self.lm(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+
+    @torch.no_grad()
+    def prefill(self, ids) -> torch.Tensor:
+        self.cache.reset()
+        return self._step(torch.as_tensor(ids, device=self.lm.device), self.cache)[:, -1].to(torch.float32, copy=True)
+
+    @torch.no_grad()
+    def decode(self, ids) -> torch.Tensor:
+        # A new step for CUDA-graph trees: the last replay's outputs may now be overwritten, so each call copies its
+        # logits out of the graph's memory before returning them.
+        torch.compiler.cudagraph_mark_step_begin()
+        logits = self._decode(torch.as_tensor(ids, device=self.lm.device), self.cache)
+        return logits[:, -1].to(torch.float32, copy=True)
+
+
+__all__ = ["DTYPES", "HFStatic", "Interpreted", "greedy", "hf_greedy", "hf_model", "hf_step_logits"]

@@ -69,25 +69,48 @@ def irforge_speed(runner, prompt, steps: int = 16) -> Speed:
     return Speed("irforge", prefill_ms, b * s / (prefill_ms / 1e3), decode_ms, b / (decode_ms / 1e3))
 
 
-def hf_speed(lm, prompt, system: str, new_tokens: int = 16) -> Speed:
-    """HF's `generate` (greedy): the prefill is `generate` of one token, a decode step the difference to `generate`
-    of `new_tokens`, per new token. torch.compile runs with HF's static cache (its recommended setup)."""
+def hf_speed(lm, prompt, system: str = "HF eager", new_tokens: int = 16) -> Speed:
+    """HF's `generate` (greedy, its dynamic cache): the prefill is `generate` of one token, a decode step the
+    difference to `generate` of `new_tokens`, per new token."""
     import torch
 
     ids = torch.as_tensor(prompt, device="cuda")
-    kw = {"do_sample": False, "pad_token_id": 0}
-    if system == "torch.compile":
-        kw["cache_implementation"] = "static"
 
     def gen(n):
         with torch.no_grad():
-            lm.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+            lm.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
 
     one = cuda_time(lambda: gen(1), reps=5, warmup=2)
     many = cuda_time(lambda: gen(new_tokens), reps=5, warmup=1)
     step = (many - one) / (new_tokens - 1)
     b, s = ids.shape
     return Speed(system, one, b * s / (one / 1e3), step, b / (step / 1e3))
+
+
+def compiled_speed(lm, prompt, new_tokens: int = 16, reps: int = 5) -> Speed:
+    """torch.compile as HF recommends it (`generation.HFStatic`): HF's static cache, the decode step compiled with
+    `mode="reduce-overhead"` (CUDA graphs), the prefill eager. A decode step is the time of `new_tokens - 1` steps
+    after a prefill (not timed: the cache must restart where the steps fit), per step; the first runs compile."""
+    import torch
+
+    from .generate import HFStatic
+
+    b, s = prompt.shape
+    steps = HFStatic(lm, b, s + new_tokens, compile=lambda f: torch.compile(f, mode="reduce-overhead", fullgraph=True))
+    ids = torch.as_tensor(prompt, device="cuda")
+    token = torch.zeros((b, 1), dtype=torch.long, device="cuda")
+    prefill_ms = cuda_time(lambda: steps.prefill(ids), reps=reps, warmup=2)
+
+    def decode_steps():
+        for _ in range(new_tokens - 1):
+            steps.decode(token)
+
+    runs = []
+    for _ in range(reps + 3):  # 3 warm-up runs: compile, CUDA-graph warm-up and recording
+        steps.prefill(ids)
+        runs.append(cuda_time(decode_steps, reps=1, warmup=0) / (new_tokens - 1))
+    step = statistics.median(runs[3:])
+    return Speed("torch.compile", prefill_ms, b * s / (prefill_ms / 1e3), step, b / (step / 1e3))
 
 
 def decode_bytes(params: dict, batch: int, position: int, config, dtype_bytes: int) -> int:

@@ -281,6 +281,29 @@ class Executor:
             self._launch_all(capturing=True)
         self._graph = graph
 
+    def kernel_times(self, *args, spin_cycles: int = 50_000_000) -> list[tuple[str, float]]:
+        """One eager run, an event between consecutive launches: (kernel, milliseconds) per launch, in order.
+
+        The launches are queued behind a spin on the stream (`spin_cycles` clock cycles, ~25 ms), so that they run
+        back to back, as in a graph replay, rather than as fast as the host issues them; a spin that ends before
+        the queue is full is refused (the times would hold the host's launch latency)."""
+        torch = self._torch
+        inputs = self._checked(args)
+        self._bind(inputs)
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self._launches) + 1)]
+        stream = driver.current_stream()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(spin_cycles)
+        events[0].record()
+        for (fn, packed, _), done in zip(self._launches, events[1:]):
+            fn.launch(packed, stream)
+            done.record()
+        queued_behind_spin = not events[0].query()
+        events[-1].synchronize()
+        if not queued_behind_spin:
+            raise error(f"the spin of {spin_cycles} cycles ended before the launches were queued: raise spin_cycles")
+        return [(fn.name, a.elapsed_time(b)) for (fn, _, _), a, b in zip(self._launches, events, events[1:])]
+
     def resources(self) -> dict[str, dict[str, int]]:
         """Per kernel: registers, local-memory bytes (spills), static shared memory."""
         return {name: fn.resources() for name, fn in self.functions.items()}

@@ -75,9 +75,16 @@ TENSOR_MIN_ROWS = 16
 MMA_TILE = (128, 128, 128)
 MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
 MMA_K_CHUNK_BYTES = 128
-# On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE.
+# On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
+# or of WGMMA_WIDE_TILE where those still fill every multiprocessor: two warpgroups of 64 x 256 (128 accumulators a
+# thread, one block an SM) read half the shared memory per flop, and their slabs cycle through WGMMA_WIDE_RING
+# buffers prefetched two short of the ring, so a trip's group of wgmmas stays in flight while the next is issued.
+# Sweep tc1 (bench/results/contraction_sweep-h100-2026-11-26): L2, L7, L9, L10 from 0.63-0.66x of cuBLAS to
+# 0.69-0.96x; the products with fewer wide tiles than multiprocessors (L1, L3, L4, L8) ran slower on them.
 WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
+WGMMA_WIDE_TILE = (128, 256)
+WGMMA_WIDE_RING = 4
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: the 2% it gave raster 16
@@ -216,13 +223,18 @@ class Heuristic:
         return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
 
     def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
-        """A wgmma block tile: WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a thread a
-        carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64) while the
-        blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
+        """A wgmma block tile: WGMMA_WIDE_TILE where its blocks fill the multiprocessors (one carrier: its 128
+        accumulators a thread), else WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a
+        thread a carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64)
+        while the blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
+        others = math.prod(band.extents) // (m * n)
+        wm, wn = WGMMA_WIDE_TILE
+        carriers = len(contractions_in(band)[0].reduce.results) if contractions_in(band) else 1
+        if carriers == 1 and m % wm == 0 and n % wn == 0 and (m // wm) * (n // wn) * others >= target().sm_count:
+            return wm, wn, 2 * wm
         tm, tn = WGMMA_TILE
         bm = tm if m % tm == 0 else 64
         bn = max(x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn)
-        others = math.prod(band.extents) // (m * n)
         while (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
             if bn >= bm and n % (bn // 2) == 0:
                 bn //= 2
@@ -315,6 +327,8 @@ class Heuristic:
                 if trips % s == 0 and trips // s >= MIN_ROW_SHARE:
                     best = s
             return best
+        if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
+            return _decode_attention_splits(blocks, trips, sms)
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
@@ -330,11 +344,13 @@ class Heuristic:
 
     def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
         """Blocks sharing the keys of an attention-shaped contraction whose rows' lanes share the scores: the
-        split whose warps come nearest (by ratio; the larger on a tie) to ATTENTION_WARPS_PER_SM a multiprocessor,
-        shares of ATTENTION_MIN_SHARE chunks at least, MIN_SHARE where the kernel is bound by compute."""
+        split (any divisor of its chunks) whose warps come nearest (by ratio; the larger on a tie) to
+        ATTENTION_WARPS_PER_SM a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least, MIN_SHARE where
+        the kernel is bound by compute."""
         trips = reduce.extents[0]
         least = ATTENTION_MIN_SHARE if _attention_bound_by_memory(reduce) else MIN_SHARE
-        fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= least)]
+        # any divisor of the chunks: cache lengths (prompt plus new tokens) rarely factor into SPLITS
+        fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
         warps = blocks * max(1, kernel.threads // target().warp_size)
         aim = ATTENTION_WARPS_PER_SM * target().sm_count
         return min(fits, key=lambda s: (abs(math.log(warps * s / aim)), -s))
@@ -370,8 +386,18 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through."""
-        return RING
+        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile."""
+        wide = any(lp.extents[1] >= WGMMA_WIDE_TILE[1] for lp in _wgmma_loops(kernel))
+        return WGMMA_WIDE_RING if wide and stage in fragments.descriptor_stages(kernel) else RING
+
+    def prefetch(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
+        """Trips a ring's copies run ahead: ring - 1, but ring - 2 for slabs wgmma reads through descriptors in a
+        ring of 4 or more, so that a trip may leave its group of wgmmas in flight (the slot a trip refills is then
+        never one the group in flight reads): in sweep tc1 rings of 4 ran 128 x 128 tiles faster prefetched 2
+        than 3 on 6 of the 8 prefill products."""
+        if stage.ring >= 4 and stage in fragments.descriptor_stages(kernel):
+            return stage.ring - 2
+        return stage.ring - 1
 
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
@@ -457,6 +483,22 @@ def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
         for c in [contraction_of(r)]
         if c is not None
     )
+
+
+def _wgmma_loops(kernel: T.KernelOp) -> list[T.ForOp]:
+    """The kernel's loops laid out on a wgmma atom."""
+    return [
+        lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and str(lp.attributes.get("atom", "")).startswith("wgmma")
+    ]
+
+
+def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:
+    """Attention at decode: a block holds one KV head's few query rows (under a warp), each thread a row that walks
+    its share of the cache serially (a dot product and an update of the whole head per position), so the time
+    is the share's length: the cache is split as far as one block per multiprocessor allows, over any divisor of
+    its chunks (the lengths a cache is compiled for, prompt plus new tokens, rarely factor into SPLITS), each
+    share two chunks at least (tile-split-reduce's rule)."""
+    return max((s for s in range(2, trips) if trips % s == 0 and blocks * s <= sms), default=1)
 
 
 def _tensorized_tile(reduce: T.ReduceOp) -> int:

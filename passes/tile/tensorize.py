@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.dialects.tile import fragments
+from irforge.dialects.tile import fragments, vectors
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge.ir import Operation
@@ -125,10 +125,12 @@ class TileTensorize(Pass):
         family = self._family(kernel, loop)
         if family == "wgmma" and fragments.why_not_descriptors(ops):
             return fragments.why_not_descriptors(ops)
-        if self._warps(kernel, loop, family) is None:
+        warps = self._warps(kernel, loop, family)
+        if warps is None:
             what = "warpgroups of 64 rows" if family == "wgmma" else "warp tiles"
             return f"the block's {kernel.threads} threads do not cut its {list(loop.extents)} outputs into {what}"
-        return None
+        # the epilogue runs on the fragment's lanes: each of its accesses must follow them (lower-to-kernel's rule)
+        return vectors.why_not(loop, fragments.acc_layout(loop.extents, warps).vector)
 
 
 def candidates(kernel: T.KernelOp) -> list[T.ForOp]:

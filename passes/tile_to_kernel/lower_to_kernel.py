@@ -174,6 +174,7 @@ class Materializer:
         self.affine: dict[Value, combines.Affine] = {}  # values that are affine in a cross-block partial
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
+        self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
         self.n_smem = 0
         self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0

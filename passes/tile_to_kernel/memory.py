@@ -421,6 +421,7 @@ def pipelined(m, loop: T.LoopOp):
         _init_mbarriers(m, tma)
     if not stages:
         yield
+        _drain_wgmma(m, loop)
         return
     kb = m.kb
     depth = stages[0].prefetch
@@ -438,6 +439,13 @@ def pipelined(m, loop: T.LoopOp):
     yield
     if groups:
         kb.cp_async_wait(0)
+    _drain_wgmma(m, loop)
+
+
+def _drain_wgmma(m, loop: T.LoopOp) -> None:
+    """After a loop whose trips left their wgmma group in flight: wait for the last (its accumulator is read next)."""
+    if loop in m.wgmma_in_flight:
+        m.kb.wgmma_wait(0)
 
 
 def issue_ahead(m, loop: T.LoopOp) -> None:

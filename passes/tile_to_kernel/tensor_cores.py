@@ -10,10 +10,12 @@ tile the loop's layout gives the thread), and the epilogue and stores proceed as
 
 A loop laid out on a wgmma atom (warpgroups of 64 rows over the tile's N columns) runs each chunk as one group:
 `kernel.wgmma_fence`, a `kernel.wgmma` per step of 16 reading both factors' slabs from shared memory through
-descriptors, `kernel.wgmma_commit`, `kernel.wgmma_wait 0` (the slab's slot is refilled after the next trip's
-barrier); its accumulator is the warpgroup's `[64, N]` fragment, whose lanes hold the same points as mma warp tiles
-of 16 rows. Where the slabs are not ones a descriptor names (not copied by the tensor memory accelerator in its
-swizzle, or a factor with a prologue), the same loop runs on mma.sync instead.
+descriptors, `kernel.wgmma_commit`, then `kernel.wgmma_wait 0` (the slab's slot is refilled after the next trip's
+barrier), or `kernel.wgmma_wait 1` where the slabs' rings are two deeper than their prefetch (the group stays in flight
+while the next trip's is issued; the loop waits for the last after its final trip); its accumulator is the warpgroup's
+`[64, N]` fragment, whose lanes hold the same points as mma warp tiles of 16 rows. Where the slabs are not ones a
+descriptor names (not copied by the tensor memory accelerator in its swizzle, or a factor with a prologue), the same
+loop runs on mma.sync instead.
 """
 
 from __future__ import annotations
@@ -174,10 +176,29 @@ def _contract_wgmma(m, r: T.ReduceOp, loop: T.ForOp, ops: fragments.Operands, in
             new.append(kb.wgmma(sa, ia, sb, ib, acc, acc.name_hint))
         lp.yield_(*new)
     kb.wgmma_commit()
-    kb.wgmma_wait(0)
+    ring_loop = _keeps_group_in_flight(ops)
+    if ring_loop is None:
+        kb.wgmma_wait(0)
+    else:
+        kb.wgmma_wait(1)
+        m.wgmma_in_flight.add(ring_loop)
     for res, v in zip(r.results, lp.results):
         v.name_hint = res.name_hint
         m.env[res] = register_tile(m, r, v)
+
+
+def _keeps_group_in_flight(ops: fragments.Operands) -> T.LoopOp | None:
+    """The loop whose trips may leave their group of wgmmas in flight (`wgmma_wait 1`; the loop waits for the
+    last one after its final trip), or None. A trip's group reads its slabs' slots until it completes; trip k
+    refills the slot that trip k + prefetch - ring read, so a ring at least two deeper than the prefetch never
+    overwrites the slot of the one group still in flight (trip k - 1's), and the tensor cores need not drain
+    between trips."""
+    stages = {ld.operands[0].owner for a, b in ops.products for ld in (a.loads[0], b.loads[0])}
+    loops = {st.parent_op for st in stages if isinstance(st, T.StageOp)}
+    if len(loops) != 1 or any(not isinstance(st, T.StageOp) or st.ring - st.prefetch < 2 for st in stages):
+        return None
+    (loop,) = loops
+    return loop if isinstance(loop, T.LoopOp) else None
 
 
 def _slab_tile(m, op: T.LoadOp, at: dict) -> tuple[Value, list]:
