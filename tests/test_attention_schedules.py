@@ -30,6 +30,8 @@ CASES = {
     "decode_below_one_chunk": dict(batch=1, kv_heads=1, group=3, queries=1, keys=5, e=4, ev=4),
     "decode_bf16": dict(batch=1, kv_heads=1, group=2, queries=1, keys=64, e=8, ev=8, dtype=bf16),
     "decode_split_11_ways": dict(batch=1, kv_heads=4, group=2, queries=1, keys=528, e=8, ev=8, dtype=bf16),
+    # a head dimension past ROW_LANE_OUTPUTS: the default schedule shares each row among lanes
+    "causal_head_dim_64_odd_keys": dict(batch=1, kv_heads=1, group=2, queries=5, keys=21, e=64, ev=64, mask="causal"),
 }
 
 
@@ -45,17 +47,26 @@ def _matches(reference, module, what: str) -> None:
         assert c.ok, f"{what}: output #{i}: {c}"
 
 
+@pytest.mark.parametrize("lanes", [0, 4], ids=["default", "lanes4"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name):
-    from irforge.runtime.nvrtc import resource_usage
-
+def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name, lanes):
+    """`lanes` 4 makes four threads share each row (a slice of its columns and of its scores' reduction each, the
+    slices' sums combined over x) whatever the head dimension; the default schedule does where it is long."""
     m = loopgen.attention_module(**CASES[name])
     run_pipeline(m, "tensor-to-loop")
     assert len([op for op in m.walk() if isinstance(op, LoopKernel)]) == 1
     reference = interpret(m, seed=0)
     for p in _passes("loop-to-tile"):
-        run_pipeline(m, p)
+        run_pipeline(m, f"{p}{{lanes={lanes}}}" if lanes and p == "tile-blockify" else p)
         _matches(reference, m, f"after {p}")
+    if lanes:
+        assert any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.x",) for c in m.walk())
+    _simulated_and_compiled(m, reference)
+
+
+def _simulated_and_compiled(m, reference) -> None:
+    from irforge.runtime.nvrtc import resource_usage
+
     run_pipeline(m, "tile-to-kernel")
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
     run_pipeline(m, "kernel-to-cuda")
@@ -66,6 +77,21 @@ def test_attention_lowers_to_one_kernel_and_matches_at_every_step(name):
     assert not [n for n, u in usage.items() if u.spills], usage
 
 
+def test_decode_group_of_seven_on_whole_warps_of_lanes_matches():
+    """A group of 7 query heads (Qwen2.5's) with rows of 64 takes 32 lanes a row (2 would leave its block of 14
+    threads a partial warp, which shuffles cannot serve); the keys split across blocks, each storing m and l once for
+    its 32 lanes (one writer) and O by columns, the second kernel folding them: the simulator against the loop
+    interpreter."""
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=7, queries=1, keys=128, e=64, ev=64, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    run_pipeline(m, "loop-to-tile")
+    _matches(reference, m, "after loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    assert k.axis_size("threadIdx.x") == 32 and k.axis_size("threadIdx.y") == 7 and k.axis_size("blockIdx.y") > 1
+    _simulated_and_compiled(m, reference)
+
+
 def _tile(**kw) -> T.KernelOp:
     m = loopgen.attention_module(**kw)
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
@@ -74,16 +100,49 @@ def _tile(**kw) -> T.KernelOp:
 
 
 def test_prefill_schedule_tiles_rows_over_threads_with_the_head_dimension_in_registers():
-    """Each thread owns query rows and all 64 columns of O (the scores computed once per row and key); the K and V
-    chunks of each trip are staged in a ring, the block's Q tile once, outside the loop over keys."""
+    """Each thread owns a query row's 32 columns of O, the row's lanes along x its 64 columns and the slices of its
+    scores' reduction, combined over x; the K and V chunks of each trip are staged in a ring, the block's Q tile
+    once, outside the loop over keys."""
     k = _tile(batch=1, kv_heads=2, group=2, queries=128, keys=128, e=64, ev=64, mask="causal")
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
-    assert threads.vector_shape[-1] == 64
+    assert threads.bind == ("threadIdx.y", "threadIdx.x") and k.axis_size("threadIdx.x") == 2
+    assert threads.vector_shape[-1] == 32
+    scores = [r for r in k.walk() if isinstance(r, T.ReduceOp) and r.bind == ("threadIdx.x",)]
+    assert len(scores) == 1 and threads.is_ancestor_of(scores[0])
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert set(stages) == {"q", "k", "v"}
     assert stages["k"].ring > 1 and stages["v"].ring > 1 and stages["q"].ring == 1
     assert not any(isinstance(a, T.ReduceOp) for a in stages["q"].ancestors())
     assert isinstance(stages["k"].parent_op, T.ReduceOp) and stages["k"].box[-2] > 1  # a chunk of keys per trip
+
+
+def _usage(m):
+    from irforge.runtime.nvrtc import resource_usage
+
+    run_pipeline(m, "tile-to-kernel,kernel-to-cuda")
+    kernels = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    source = "\n".join(k.attributes["source"] for k in kernels)
+    return resource_usage(source, kernels[0].attributes["sym_name"], arch="sm_90a")
+
+
+@pytest.mark.parametrize("group,queries", [(7, 128), (7, 512), (1, 32)])
+def test_head_dimension_128_in_f32_shares_rows_and_does_not_spill(group, queries):
+    """Qwen2.5-7B's attention in f32 (head dimension 128): a thread per row would hold 128 accumulators of O beside
+    its 128 values of Q and spill. Four lanes a row hold 32 columns and a 32-long slice of the scores' reduction
+    each; the blocks fill the multiprocessors (down to a warp a block); NVRTC compiles every kernel without spills."""
+    from irforge.target import target
+
+    m = loopgen.attention_module(batch=1, kv_heads=4, group=group, queries=queries, keys=queries, e=128, ev=128,
+                                 mask="causal")  # fmt: skip
+    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    assert k.axis_size("threadIdx.x") == 4 and k.threads % target().warp_size == 0
+    (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
+    assert threads.vector_shape[-1] == 32
+    blocks = k.axis_size("blockIdx.x") * k.axis_size("blockIdx.y")
+    assert blocks >= target().sm_count or k.threads == target().warp_size  # or blocks of one warp already
+    usage = _usage(m)
+    assert not [n for n, u in usage.items() if u.spills or u.stack_frame], usage
 
 
 def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
@@ -97,7 +156,8 @@ def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
 
 def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
     """TinyLlama's decode over a cache of 528 (33 chunks of 16 keys: 3 x 11, no count of SPLITS but 3 divides it):
-    its 4 KV heads take 132 / 4 = 33 blocks each at most, shares two chunks at least, so 11 blocks a head."""
+    its 4 KV heads' blocks (8 rows of 4 lanes: a warp) are far fewer than the multiprocessors want, so the cache
+    splits as far as shares of two chunks allow, over any divisor of the chunks: 11 blocks a head."""
     from irforge.target import target
 
     assert target().sm_count == 132
@@ -105,3 +165,30 @@ def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].box[-2] == 16
     assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 4
+
+
+@pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128), (32, 8, 64)])
+def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group, e):
+    """The llm suite's decode (bf16, a 2048-long KV cache, 4 key/value heads): the group's query heads are a
+    block's rows (each K/V chunk read once for them), their lanes whole warps (the scores' shuffles need them),
+    K and V copied by the tensor memory accelerator (whole 16-byte rows), and the keys split until the blocks give
+    the multiprocessors about ATTENTION_WARPS_PER_SM warps each; no kernel spills."""
+    from irforge.passes.tile.heuristics import ATTENTION_MIN_SHARE, ATTENTION_WARPS_PER_SM
+
+    from irforge.target import target
+
+    m = loopgen.attention_module(batch=batch, kv_heads=4, group=group, queries=1, keys=2048, e=e, ev=e, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
+    assert threads.extents[0] == group and k.axis_size("threadIdx.y") == group
+    assert k.threads % target().warp_size == 0
+    stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
+    assert stages["k"].attributes.get("copy") == "tma" and stages["v"].attributes.get("copy") == "tma"
+    splits = k.axis_size("blockIdx.y")
+    warps = k.axis_size("blockIdx.x") * splits * k.threads // target().warp_size
+    aim = ATTENTION_WARPS_PER_SM * target().sm_count
+    shortest = 2048 // splits == ATTENTION_MIN_SHARE * stages["k"].box[-2]  # as many splits as the shares allow
+    assert splits > 1 and (aim / 2 <= warps <= 2 * aim or shortest), (splits, warps)
+    usage = _usage(m)
+    assert not [n for n, u in usage.items() if u.spills or u.stack_frame], usage

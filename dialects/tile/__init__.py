@@ -239,7 +239,7 @@ class LoopOp(indexing.LoopBase):
             raise self.error("names a hardware axis twice")
         outer = bound_axes(self)
         for a in bind:
-            if a in outer:
+            if a in outer and not _shared_by_column(self, a):
                 raise self.error(f"distributes over {a}, which an enclosing loop is already distributed over")
         for key in ("vector", "split", "warps"):
             v = self.attributes.get(key, ())
@@ -529,7 +529,7 @@ class CombineOp(Operation):
             raise self.error(f"via {via!r}: a combine over one block axis goes via {' or '.join(COMBINE_VIAS)}")
         outer = bound_axes(self)
         for a in over:
-            if a in outer:
+            if a in outer and not _shared_by_column(self, a):
                 raise self.error(
                     f"combines over {a}, but an enclosing loop is distributed over it (its threads hold different "
                     "points)"
@@ -707,6 +707,12 @@ class IndexOp(indexing.IndexValueOp):
 
 
 # ---- queries passes share --------------------------------------------------------------------------------------
+def _shared_by_column(op: Operation, axis: str) -> bool:
+    from .columns import shared_by_column  # it builds on this module
+
+    return shared_by_column(op, axis)
+
+
 def bound_axes(op: Operation) -> set[str]:
     """Hardware axes the loops around `op` are distributed over."""
     return {a for lp in enclosing_loops(op) for a in lp.bind}

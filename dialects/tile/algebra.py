@@ -22,7 +22,7 @@ from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import BLOCK_AXES, CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
+from . import BLOCK_AXES, THREAD_AXES, CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
 from .vectors import expand
 
 
@@ -67,6 +67,8 @@ def _slice_loads(v: Value, within: Operation, reductions: list | None = None) ->
             todo.extend(op.operands)
         elif op.name == "tile.index":
             continue
+        elif isinstance(op, CombineOp) and all(a in THREAD_AXES for a in op.over):
+            todo.extend(op.operands)  # a reduction the threads share: their partials' combine is its value
         elif isinstance(op, ReduceOp) and reductions is not None and op not in reductions:
             reductions.append(op)
             out += [ld for ld in op.walk() if isinstance(ld, LoadOp)]

@@ -44,8 +44,8 @@ from . import (
     StageOp,
     StoreOp,
     YieldOp,
-    bound_axes,
 )
+from .columns import writer_axes
 
 
 def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forward", seed: int = 0) -> list:
@@ -306,7 +306,7 @@ class Launch:
     def _check_agreement(self, op: StoreOp, env: dict, mask: np.ndarray) -> None:
         """The single-writer rule stores once for all threads that differ only along the launch axes no loop around
         the store distributes: they must agree on what and where, or the values of all but one are lost."""
-        axes = [a for a in AXES if a not in bound_axes(op) and self.kernel.axis_size(a) > 1]
+        axes = [a for a in AXES if a not in writer_axes(op) and self.kernel.axis_size(a) > 1]
         if not axes:
             return
         writer = self._writer_of(axes)
@@ -351,7 +351,7 @@ class Launch:
         """The threads that carry out this store: index 0 along every launch axis no enclosing loop distributes."""
         got = self.single_writer.get(op)
         if got is None:
-            bound = bound_axes(op)
+            bound = writer_axes(op)
             got = np.ones(self.N, dtype=bool)
             for a in AXES:
                 if a not in bound and self.kernel.axis_size(a) > 1:

@@ -18,7 +18,9 @@ class TileBlockify(Pass):
     - a band whose points are the outputs of a contraction (`irforge.dialects.tile.algebra`) is cut into output
       tiles of `bm` x `bn` points (along its innermost M and N dimensions), a block per tile, the tile's points a
       loop over `threads` threads along x: the block's threads share the rows of A and columns of B the tile
-      reads;
+      reads; where a reduction computes A in the element (attention's scores) and `lanes` threads share a row,
+      the rows go along y and the lanes along x (`by threadIdx.y, threadIdx.x`), so that tile-register-tile can
+      give each lane a share of the row's columns, and the lanes the row's scores to share;
     - a free loop inside a block's point (under a band, or a loop that shares a reduction) goes on threadIdx.x
       when the block already has threads there that no enclosing loop uses: the threads take its iterations in
       turn (the write-back loop after a cooperative reduction);
@@ -44,6 +46,12 @@ class TileBlockify(Pass):
     )
     bn: int = option(
         0, domain=Choices(TILE_CHOICES), help="columns (N) of a contraction's output tile per block (0: heuristic)"
+    )
+    lanes: int = option(
+        0,
+        domain=Choices(THREAD_CHOICES[:7]),
+        help="threads along x sharing each row of a contraction whose A factor a reduction computes (attention's "
+        "scores), rows along y (0: heuristic; 1: a thread per row)",
     )
 
     def check(self, op: Operation) -> str | None:
@@ -143,6 +151,11 @@ def _collapsible(band: T.ForOp) -> T.ForOp | None:
 
 
 def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, p: TileBlockify) -> None:
+    recomputes_a = any(c.a_reduction is not None for c in contractions_in(band))
+    lanes = (p.lanes or heuristic().row_lanes(kernel, band, m_dim, n_dim)) if recomputes_a else 1
+    if lanes > 1 and band.extents[n_dim] % lanes == 0:
+        _tile_shared_rows(kernel, band, m_dim, n_dim, lanes, p)
+        return
     bm, bn, threads = heuristic().contraction_tile(kernel, band, m_dim, n_dim)
     bm, bn, threads = p.bm or bm, p.bn or bn, p.threads or threads
     if bm == 1 and bn == 1:
@@ -152,6 +165,21 @@ def _tile_contraction(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int,
     threads = min(threads, bm * bn, target().max_threads)
     tile_loop(band, tuple(sizes), inner_bind=("threadIdx.x",))
     kernel.set_axis_size("threadIdx.x", threads)
+
+
+def _tile_shared_rows(kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, lanes: int, p: TileBlockify) -> None:
+    """A block per tile of `bm` rows and all of N, its rows along threadIdx.y and `lanes` threads along x sharing
+    each row: once tile-register-tile gives each lane its N / lanes columns, the lanes of a row differ in nothing
+    but those columns, so they can share the row's A reduction (the scores)."""
+    bm, threads = heuristic().attention_tile(kernel, band, m_dim, n_dim, lanes)
+    bm = p.bm or bm
+    rows = min(bm, max(1, (p.threads or threads) // lanes), target().max_threads // lanes)
+    sizes = [1] * len(band.extents)
+    sizes[m_dim], sizes[n_dim] = bm, band.extents[n_dim]
+    tile_loop(band, tuple(sizes), inner_bind=("threadIdx.y", "threadIdx.x"))
+    kernel.set_axis_size("threadIdx.x", lanes)
+    kernel.set_axis_size("threadIdx.y", rows)
+    p.remark(band, f"each of a block's {rows} rows is shared by {lanes} threads along x (its columns and scores)")
 
 
 def _tiles_contraction(band: T.ForOp) -> bool:

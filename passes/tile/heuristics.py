@@ -38,6 +38,20 @@ THREAD_OUTPUTS = 64
 # Attention (a contraction whose A factor, the scores, a reduction computes in the element): a thread takes whole
 # rows of the output (all of the head dimension), a block this many threads sharing each staged key/value chunk.
 SCORE_THREADS = 64
+# ... unless the O row would not fit a thread's registers next to its Q row (head dimension 128 in f32: 128 + 128
+# values spilled). Then `row_lanes` threads along x share each row: each holds ROW_LANE_OUTPUTS columns of O at most
+# and the same slice of the scores' reduction, the slices' sums meeting in a shuffle within the row's lanes.
+ROW_LANE_OUTPUTS = 32
+# Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
+# a warp walks its share of the keys one dependent step after another (scores, shuffles, the online rescale), so
+# only many warps in flight keep the multiprocessors issuing, and the K/V streams' latency hidden. Shares keep at
+# least ATTENTION_MIN_SHARE chunks (the ring's copies ahead of the reads), and MIN_SHARE while the kernel does more
+# than SIMT_FLOPS_PER_BYTE flops a K/V byte (prefill: 2 * rows / bytes-per-element; an H100's f32 FMA rate over its
+# bandwidth, 67 TFLOP/s / 3.35 TB/s), where every share's partial O (rows x N in f32) costs traffic its compute
+# does not hide.
+ATTENTION_WARPS_PER_SM = 16
+SIMT_FLOPS_PER_BYTE = 20
+ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
 K_CHUNK_BYTES = 64
 RING = 3
@@ -156,6 +170,38 @@ class Heuristic:
         bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
         return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
 
+    def row_lanes(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> int:
+        """Threads along x sharing each row of an attention-shaped contraction's output tile (a contraction whose A
+        factor a reduction computes in the element: the scores); 1 for any other, or where a thread holds the
+        whole row. Enough lanes that each holds at most ROW_LANE_OUTPUTS columns of the row (its slice of the
+        scores' reduction as long), then more while the block's rows times the lanes would leave a warp partly
+        empty (the lanes' shuffles need whole warps), at most a warp and one column a lane."""
+        if not _recomputes_a(band):
+            return 1
+        n = band.extents[n_dim]
+        lanes = 1
+        while n // lanes > ROW_LANE_OUTPUTS and n % (2 * lanes) == 0:
+            lanes *= 2
+        if lanes == 1:
+            return 1
+        rows, _ = self.attention_tile(kernel, band, m_dim, n_dim, lanes)
+        warp = target().warp_size
+        while (rows * lanes) % warp and 2 * lanes <= min(warp, n) and n % (2 * lanes) == 0:
+            lanes *= 2
+        return lanes
+
+    def attention_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, lanes: int) -> tuple[int, int]:
+        """(rows, threads) of a block of an attention-shaped contraction whose rows `lanes` threads share: up to
+        SCORE_THREADS rows dividing M, halved while the blocks would leave multiprocessors idle and a warp of
+        threads is left (more blocks, each streaming its K/V chunks, rather than idle multiprocessors)."""
+        m = band.extents[m_dim]
+        others = math.prod(band.extents) // (m * band.extents[n_dim])
+        bm = max(x for x in range(1, min(m, SCORE_THREADS) + 1) if m % x == 0)
+        warp = target().warp_size
+        while others * (m // bm) < target().sm_count and bm % 2 == 0 and (bm // 2) * lanes >= warp:
+            bm //= 2
+        return bm, bm * lanes
+
     def _mma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
         """A tensor-core block tile: MMA_TILE's rows and columns, or the largest dividing the shape; for prefill
         (TILE_ROWS_ONE_WAVE rows or more) halved, columns first, while the blocks fill fewer than all
@@ -202,11 +248,12 @@ class Heuristic:
         units = loop.units(kernel)
         per_thread = max(1, loop.iterations // units)
         m, n = loop.extents[m_dim], loop.extents[n_dim]
-        if _recomputes_a(loop):  # all of N, rows for the rest
-            tm = max(1, per_thread // n)
+        if _recomputes_a(loop):  # all of N (or the row's lanes' share of it: `row_lanes`), rows for the rest
+            tn = min(n, per_thread)
+            tm = max(1, per_thread // tn)
             while m % tm:
                 tm //= 2
-            return tm, n
+            return tm, tn
         tm = tn = 1
         while tm * tn < min(per_thread, THREAD_OUTPUTS):
             if tn <= tm and n % (tn * 2) == 0:
@@ -284,6 +331,8 @@ class Heuristic:
             return _decode_attention_splits(blocks, trips, sms)
         fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
+            if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
+                return self._attention_splits(kernel, reduce, blocks)
             return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
         if _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
             return min((s for s in fits if blocks * s >= sms), default=max(fits))
@@ -292,6 +341,19 @@ class Heuristic:
             return nearest
         deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
         return max(nearest, deep)
+
+    def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
+        """Blocks sharing the keys of an attention-shaped contraction whose rows' lanes share the scores: the
+        split (any divisor of its chunks) whose warps come nearest (by ratio; the larger on a tie) to
+        ATTENTION_WARPS_PER_SM a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least, MIN_SHARE where
+        the kernel is bound by compute."""
+        trips = reduce.extents[0]
+        least = ATTENTION_MIN_SHARE if _attention_bound_by_memory(reduce) else MIN_SHARE
+        # any divisor of the chunks: cache lengths (prompt plus new tokens) rarely factor into SPLITS
+        fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
+        warps = blocks * max(1, kernel.threads // target().warp_size)
+        aim = ATTENTION_WARPS_PER_SM * target().sm_count
+        return min(fits, key=lambda s: (abs(math.log(warps * s / aim)), -s))
 
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
@@ -392,6 +454,18 @@ class Heuristic:
     def unroll_ops(self, kernel: T.KernelOp, loop: T.LoopOp) -> int:
         """Most register-tile element operations an innermost loop may unroll fully to (tile-unroll)."""
         return UNROLL_OPS
+
+
+def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
+    """Whether the attention-shaped contraction in `reduce` does fewer than SIMT_FLOPS_PER_BYTE flops per byte of
+    its B factor (K and V): 2 per query row a block shares each element with, over the element's bytes."""
+    c = next((c for r in reduce.walk() if isinstance(r, T.ReduceOp) for c in [contraction_of(r)] if c), None)
+    loop = next((lp for lp in T.enclosing_loops(reduce) if any(a in T.THREAD_AXES for a in lp.bind)), None)
+    if c is None or loop is None or not c.b:
+        return False
+    rows = math.prod(e for e, iv in zip(loop.extents, loop.ivs) if iv in c.m)
+    size = min(ld.buffer.type.dtype.bytes for ld in c.b)
+    return 2 * rows / size < SIMT_FLOPS_PER_BYTE
 
 
 def _recomputes_a(loop: T.ForOp) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.tile import vectors
 from irforge.dialects.tile.algebra import contractions_in
+from irforge.passes.tile.cooperative_reduce import share
 from irforge.passes.tile.heuristics import TILE_CHOICES, heuristic
 
 from irforge.ir import Operation
@@ -18,6 +19,11 @@ class TileRegisterTile(Pass):
     of A and a `tn` row of B and multiplies them into it (an outer product: tm * tn fused multiply-adds for tm + tn
     loads). A loop already vectorized is left alone (idempotent). The loop keeps its threads: the pass declines
     where the tile would leave a loop holding a stage or combine with threads that have nothing to do.
+
+    When the threads along x then differ only in their columns (x the loop's last axis, its last dimension N dealt
+    whole to them, a work item a thread: the lanes of an attention row, `tile-blockify`'s `lanes`), the reduction
+    computing the contraction's A factor in the element (the row's scores, which read no column) is shared by them:
+    distributed over threadIdx.x, a slice each, and combined over threadIdx.x.
     """
 
     name = "tile-register-tile"
@@ -45,13 +51,35 @@ class TileRegisterTile(Pass):
             tm, tn = heuristic().register_tile(op, loop, m_dim, n_dim)
             widths = [1] * len(loop.extents)
             widths[m_dim], widths[n_dim] = self.tm or tm, self.tn or tn
-            if all(w == 1 for w in widths) or vectors.why_not(loop, tuple(widths)):
-                continue
-            old = loop.vector_shape
-            loop.set_vector(widths)
-            collective = any(isinstance(x, (T.StageOp, T.CombineOp)) for x in loop.walk())
-            if collective and loop.work_items % loop.units(op):
-                loop.set_vector(old)  # some threads would miss the block's stages
+            if any(w > 1 for w in widths) and not vectors.why_not(loop, tuple(widths)):
+                old = loop.vector_shape
+                loop.set_vector(widths)
+                collective = any(isinstance(x, (T.StageOp, T.CombineOp)) for x in loop.walk())
+                if collective and loop.work_items % loop.units(op):
+                    loop.set_vector(old)  # some threads would miss the block's stages
+            if shares_rows(op, loop, n_dim):
+                self._share_scores(op, loop)
+
+    def _share_scores(self, kernel: T.KernelOp, loop: T.ForOp) -> None:
+        for c in contractions_in(loop):
+            if c.a_reduction is not None and not c.a_reduction.bind:
+                share(c.a_reduction)
+                lanes = kernel.axis_size("threadIdx.x")
+                self.remark(c.a_reduction, f"shared by the row's {lanes} threads along x (a slice each, a shuffle)")
+
+
+def shares_rows(kernel: T.KernelOp, loop: T.ForOp, n_dim: int) -> bool:
+    """Whether the threads along x of `loop` differ only in their columns (N): x is its last axis, its last
+    dimension is N and is dealt whole to the x threads, one work item a thread. What those threads compute that
+    does not depend on N (a reduction computing the contraction's A factor) they can then share."""
+    x = kernel.axis_size("threadIdx.x")
+    return (
+        x > 1
+        and loop.bind[-1:] == ("threadIdx.x",)
+        and n_dim == len(loop.extents) - 1
+        and loop.layout.work_grid[-1] == x
+        and loop.work_items == loop.units(kernel)
+    )
 
 
 def candidates(kernel: T.KernelOp) -> list[tuple[T.ForOp, int, int]]:

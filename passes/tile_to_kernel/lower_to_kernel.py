@@ -16,7 +16,8 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 - `tile.reduce`: a `kernel.for` carrying the carriers (tiles where the elements vary along outer lane
   dimensions); its own lane dimensions fold into the carrier with the monoid's `fold_program` (straight into the
   accumulator, one element after another, where the monoid allows: fused multiply-adds), then the
-  `combine_program`, so every monoid takes the same path;
+  `combine_program`, so every monoid takes the same path; 0 trips where a mask makes every element of the block's
+  the identity (`masked.py`);
 - loads and stores: one (strided) tile access, vectors where the lanes are contiguous and provably aligned
   (`memory.py`); stages: shared-memory copies, multi-buffered, asynchronous and software-pipelined as the stage
   says (`memory.py`); `tile.combine`: shuffles and shared memory (`combines.py`);
@@ -39,12 +40,12 @@ from irforge import index_expr as ix
 from irforge.attributes import UNIT, SymbolRef
 from irforge.builtin import FuncOp
 from irforge.ir import Operation, Value
-from irforge.pass_manager import Pass
+from irforge.pass_manager import Pass, option
 from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, memory, partials, tensor_cores
+from . import combines, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -60,6 +61,7 @@ class LowerToKernel(Pass):
     name = "lower-to-kernel"
     input_level = "tile"
     output_level = "kernel"
+    skip_masked: bool = option(True, help="skip a reduction's trips a mask makes the identity (masked.py)")
 
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         for k in _tile_kernels(op):
@@ -71,7 +73,7 @@ class LowerToKernel(Pass):
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
             partials.split_kernels(func)
-            _materialize_function(func, op)
+            _materialize_function(func, op, self.skip_masked)
 
 
 def _tile_kernels(module: Operation) -> list[T.KernelOp]:
@@ -100,7 +102,7 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
     return None
 
 
-def _materialize_function(func: FuncOp, module: Operation) -> None:
+def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True) -> None:
     for op in list(func.body.ops):
         hints = [r.name_hint for r in op.results]
         if isinstance(op, T.ParamOp):
@@ -109,7 +111,7 @@ def _materialize_function(func: FuncOp, module: Operation) -> None:
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
             params = memory.params(op)
-            mat = Materializer(op, params)
+            mat = Materializer(op, params, skip_masked)
             module.body.insert_before(func, mat.build())
             for k, buf in enumerate(mat.zeroed):
                 name = f"{op.sym_name}_zero{k}"
@@ -145,8 +147,9 @@ class Materializer:
     lane 0); `lanes` is the stack of lane dimensions around the op being materialized (the register-tile
     dimensions, outermost first); `trip` the work item each enclosing loop is on."""
 
-    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]]):
+    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]], skip_masked: bool = True):
         self.tk = tk
+        self.skip_masked = skip_masked
         attrs = {k: v for k, v in tk.attributes.items() if k not in ("sym_name", "grid", "block", "tune")}
         if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
@@ -317,8 +320,9 @@ def _yield(m: Materializer, op: T.YieldOp) -> None:
 
 # ---- loops ---------------------------------------------------------------------------------------------------------
 @contextmanager
-def work_items(m: Materializer, op: T.LoopOp, carries=()):
-    """The loop over this thread's work items of `op` (with its carries); yields (kernel loop or None, work item)."""
+def work_items(m: Materializer, op: T.LoopOp, carries=(), trips: Value | None = None):
+    """The loop over this thread's work items of `op` (with its carries); yields (kernel loop or None, work item).
+    `trips`: a kernel index bounding a loop no axis deals to its first `trips` work items (`masked.trips`)."""
     kb = m.kb
     w_count, units = op.work_items, op.units(m.tk)
     hint = (value_hint(op.ivs[0]) or "w") if len(op.ivs) == 1 and op.vector == 1 else "w"
@@ -336,6 +340,10 @@ def work_items(m: Materializer, op: T.LoopOp, carries=()):
         m.trip[op] = u = kb.index(m.unit(op.bind), hint)
         with kb.if_(kb.scalar("lt", u, kb.const(w_count, index))) as br, br.then():
             yield None, u
+    elif trips is not None and not op.bind:
+        with kb.for_(0, Val(trips), carries=carries, hint=hint) as lp:
+            m.trip[op] = lp.iv
+            yield lp, lp.iv
     else:
         lower, step = (m.unit(op.bind), units) if op.bind else (0, 1)
         with strided(kb, lower, w_count, step, carries=carries, hint=hint, unroll=unroll) as (lp, w):
@@ -383,7 +391,8 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         for x, r in zip(init, results)
     ]
     chunk = _chunk(op)
-    with memory.pipelined(m, op), work_items(m, op, carries=inits) as (lp, w):
+    trips = masked.trips(m, op) if m.skip_masked else None
+    with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):
         for carry, r in zip(lp.carries, op.results):
             carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
         with lanes_of(m, op, w):

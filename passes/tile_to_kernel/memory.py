@@ -34,6 +34,7 @@ from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
+from irforge.dialects.tile.columns import writer_axes
 
 from irforge import index_expr as ix
 from irforge.ir import Operation, Value
@@ -307,7 +308,7 @@ def single_writer(m, op: Operation, skip: str | None = None) -> tuple[Value | No
     """The condition under which this thread performs a store at `op` (None: every thread that reaches it), and the
     axes it stores for (the simulator checks their threads agree); `skip`: an axis whose every unit stores (adding
     its share)."""
-    bound = T.bound_axes(op) | {skip}
+    bound = (writer_axes(op) if isinstance(op, T.StoreOp) else T.bound_axes(op)) | {skip}
     cond, axes = None, ()
     for a in T.AXES:
         if a not in bound and m.tk.axis_size(a) > 1:

@@ -16,10 +16,10 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.algebra import affine_stores
-from irforge.dialects.tile.vectors import read_components
+from irforge.dialects.tile.columns import varies
 
 from irforge import index_expr as ix
-from irforge.ir import Operation, OpResult, Value
+from irforge.ir import Operation
 from irforge.types import TensorType
 
 
@@ -74,7 +74,7 @@ def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     name = kernel.sym_name
     work = []
     for v in comb.operands:  # a component that does not vary along a point index is stored once for all its values
-        used = tuple(_varies(v, iv, set()) for iv in ivs)
+        used = tuple(varies(v, iv, set()) for iv in ivs)
         shape = (blocks, *(n if u else 1 for n, u in zip(points, used)))
         buf = T.BufferOp.build(TensorType(v.type, shape), f"{v.name_hint or name}_partials", comb.loc)
         func.body.insert_before(kernel, buf)
@@ -99,22 +99,6 @@ def _ivs(kernel: T.KernelOp, loops: list[T.ForOp], like: Operation) -> list:
 
 def _at(ivs: list, used: tuple) -> list:
     return [iv if u else ix.Const(0) for iv, u in zip(ivs, used)]
-
-
-def _varies(v: Value, iv: Value, seen: set) -> bool:
-    """Whether `v` depends on the loop index `iv` (a reduction's component through what its combine reads)."""
-    if v is iv:
-        return True
-    if not isinstance(v, OpResult) or id(v) in seen:
-        return False
-    seen.add(id(v))
-    op = v.op
-    if isinstance(op, T.ReduceOp):
-        widths = [len(r) for _, _, r in op.carriers]
-        return any(_varies(x, iv, seen) for x in read_components(op.carriers, widths, op.yielded, v.index))
-    return any(_varies(x, iv, seen) for x in op.operands) or any(
-        _varies(y, iv, seen) for r in op.regions for b in r.blocks for o in b.ops for y in o.operands
-    )
 
 
 def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:

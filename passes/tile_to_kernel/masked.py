@@ -1,0 +1,149 @@
+"""lower-to-kernel's rule for a reduction whose elements a mask turns into the identity: a trip of it that no
+element of the block's may escape the mask is skipped (causal attention's chunks of keys above the diagonal of a
+block's query rows: their scores are all -inf, the online carrier's identity).
+
+The mask is found in the element, not by name: each carrier's element must be a `select` between a value and the
+monoid's identity (`online`: its x component -inf, whatever its weights; `add`: 0) on one condition. The condition
+is bounded by interval arithmetic: loop indices of the reduction itself and of the loops on threads around it
+range over their whole extent (so the answer is the same for every thread of the block, which the combines inside
+need), the indices of the other loops around it are their values; index arithmetic, integer casts, comparisons
+and `and`/`or`/`not` keep bounds, anything else gives up. Skipping is then a loop bound of 0 trips.
+"""
+
+from __future__ import annotations
+
+from irforge.dialects import tile as T
+from irforge.dialects.kernel.builder import Val
+from irforge.dialects.loop.indexing import ValueDim
+from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
+
+from irforge import index_expr as ix
+from irforge.ir import BlockArgument, Value
+from irforge.types import boolean, index
+
+_IDENTITY = {"online": float("-inf"), "add": 0.0}
+
+
+def trips(m, op: T.ReduceOp) -> Value | None:
+    """The number of trips of `op` this block makes (a kernel index: its work items, or 0 where the mask covers
+    every element), or None where no mask bounds it. Only for a reduction no thread axis deals, holding no stage."""
+    if op.bind or op.vector > 1 or any(isinstance(x, T.StageOp) for x in op.walk()):
+        return None
+    skip = None
+    at = 0
+    for monoid, _, results in op.carriers:
+        masked = _mask(op.yielded[at], monoid.name)
+        at += len(results)
+        if masked is None:
+            return None
+        cond, identity_when = masked
+        truth = _Bounds(m, op).truth(cond)
+        if truth is None:
+            return None
+        always = truth[0] if identity_when else truth[1]  # the mask picks the identity for every element
+        skip = always if skip is None else m.kb.scalar("and", skip, always)
+    if skip is None:
+        return None
+    kb = m.kb
+    return kb.scalar("select", skip, kb.const(0, index), kb.const(op.work_items, index))
+
+
+def _mask(v: Value, monoid: str) -> tuple[Value, bool] | None:
+    """(condition, whether it being true selects the identity) when `v` is `select(c, a, b)` with the monoid's
+    identity for x (the first component) on one side."""
+    identity = _IDENTITY.get(monoid)
+    sel = v.owner
+    if identity is None or not (isinstance(sel, ScalarMathOp) and sel.fn == "select"):
+        return None
+    cond, a, b = sel.operands
+    for side, when in ((a, True), (b, False)):
+        if isinstance(side.owner, ConstOp) and side.owner.attributes["value"] == identity:
+            return cond, when
+    return None
+
+
+class _Bounds:
+    """Lower and upper bounds (index expressions over kernel values) of tile index values, and for conditions the
+    kernel bools (always true, always false), over the trips of `op` and the block's threads."""
+
+    def __init__(self, m, op: T.ReduceOp):
+        self.m, self.op = m, op
+
+    def truth(self, v: Value) -> tuple[Value, Value] | None:
+        kb = self.m.kb
+        o = v.owner
+        if isinstance(o, ConstOp) and v.type == boolean:
+            yes = kb.const(bool(o.attributes["value"]), boolean)
+            return yes, kb.scalar("not", yes)
+        if not isinstance(o, ScalarMathOp):
+            return None
+        if o.fn == "not":
+            t = self.truth(o.operands[0])
+            return None if t is None else (t[1], t[0])
+        if o.fn in ("and", "or"):
+            a, b = (self.truth(x) for x in o.operands)
+            if a is None or b is None:
+                return None
+            both, either = (lambda x, y: kb.scalar("and", x, y)), (lambda x, y: kb.scalar("or", x, y))
+            if o.fn == "and":
+                return both(a[0], b[0]), either(a[1], b[1])
+            return either(a[0], b[0]), both(a[1], b[1])
+        if o.fn in ("le", "lt", "ge", "gt"):
+            a, b = (self.bounds(x) for x in o.operands)
+            if a is None or b is None:
+                return None
+            if o.fn in ("ge", "gt"):
+                a, b = b, a  # b <= a, b < a
+            le = lambda x, y: kb.scalar("le", kb.index(x), kb.index(y))
+            lt = lambda x, y: kb.scalar("lt", kb.index(x), kb.index(y))
+            if o.fn in ("le", "ge"):
+                return le(a[1], b[0]), lt(b[1], a[0])
+            return lt(a[1], b[0]), le(b[1], a[0])
+        return None
+
+    def bounds(self, v: Value) -> tuple[ix.IndexExpr, ix.IndexExpr] | None:
+        o = v.owner
+        if isinstance(v, BlockArgument):
+            return self._loop_index(v)
+        if isinstance(o, ConstOp) and isinstance(o.attributes["value"], int):
+            c = ix.Const(int(o.attributes["value"]))
+            return c, c
+        if isinstance(o, CastOp) and not o.result.type.is_float and not o.operand.type.is_float:
+            return self.bounds(o.operand)
+        if isinstance(o, T.IndexOp):
+            return self._affine(o.index_expr())
+        if isinstance(o, ScalarMathOp) and o.fn in ("add", "sub"):
+            a, b = (self.bounds(x) for x in o.operands)
+            if a is None or b is None:
+                return None
+            return (a[0] + b[0], a[1] + b[1]) if o.fn == "add" else (a[0] - b[1], a[1] - b[0])
+        return None
+
+    def _affine(self, e) -> tuple[ix.IndexExpr, ix.IndexExpr] | None:
+        lo: ix.IndexExpr = ix.Const(0)
+        hi: ix.IndexExpr = ix.Const(0)
+        for atom, k in T.linear_terms(e):
+            if isinstance(atom, ix.Const):
+                lo, hi = lo + ix.Const(atom.value * k), hi + ix.Const(atom.value * k)
+                continue
+            if not isinstance(atom, ValueDim):
+                return None
+            b = self.bounds(atom.value)
+            if b is None:
+                return None
+            lo, hi = (lo + b[0] * k, hi + b[1] * k) if k >= 0 else (lo + b[1] * k, hi + b[0] * k)
+        return lo, hi
+
+    def _loop_index(self, v: BlockArgument) -> tuple[ix.IndexExpr, ix.IndexExpr] | None:
+        loop = v.block.parent_op
+        if not isinstance(loop, T.LoopOp) or v not in loop.ivs:
+            return None
+        whole = loop is self.op or (
+            loop.is_ancestor_of(self.op) and any(a in T.THREAD_AXES for a in loop.bind)
+        )  # the block's threads, and the trips, range over all of it
+        if whole:
+            return ix.Const(0), ix.Const(loop.extents[loop.ivs.index(v)] - 1)
+        if not loop.is_ancestor_of(self.op) or loop.vector > 1:
+            return None
+        value = Val(self.m.env[v])
+        return value, value
