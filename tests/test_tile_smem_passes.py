@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
@@ -311,6 +311,7 @@ def test_vectors_in_a_swizzled_copy_stay_inside_a_unit():
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from([16, 32, 64]), st.sampled_from([1, 2, 4]))
+@example(32, 4)
 def test_a_swizzle_tied_by_a_pad_is_left_to_the_pad_and_keeps_the_answer(cols, vector):
     # Thread t reads row t: rows of 64 to 256 bytes put a quarter warp's reads in few bank groups, which a swizzle
     # and a pad both spread. Where they tie (rows of 32 f32 read 16 bytes at a time: swizzle(3, 2, 3) and pad 4,
