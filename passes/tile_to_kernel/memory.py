@@ -42,6 +42,7 @@ from irforge.types import TensorType, index
 
 from . import combines
 from .emit import strided, value_hint
+from .swizzle_runs import xor_runs
 
 
 @dataclass
@@ -210,6 +211,7 @@ class Access:
     base: list  # kernel-level index expressions of lane 0
     pattern: Pattern
     dtype: object
+    xor_runs: bool = False  # its runs' swizzled addresses are lane 0's XOR constants (swizzle_runs.py)
 
 
 def swizzle_unit(t: SmemType) -> int | None:
@@ -228,7 +230,9 @@ def _access(m, op) -> Access:
     base = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
     if st.ring > 1:
         base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
-    return Access(st.smem, base, p, t.dtype)
+    slot = (st.ring, math.prod(t.shape[1:])) if st.ring > 1 else None
+    xor = bool(t.swizzle) and xor_runs(p.offset, p.shape, p.strides, p.width, t.dtype, m.lanes, slot)
+    return Access(st.smem, base, p, t.dtype, xor)
 
 
 def _tile_access(m, op, a: Access, value: Value | None = None):
@@ -243,6 +247,8 @@ def _tile_access(m, op, a: Access, value: Value | None = None):
     attrs = {"strides": p.strides} if p.strides != K.default_strides(p.shape) else {}
     if p.width is not None:
         attrs["vector"] = p.width
+    if a.xor_runs:
+        attrs["xor_runs"] = True
     if value is None:
         r = kb.load(a.mem, a.base, t, _hint(op))
         r.owner.attributes.update(attrs)
