@@ -289,11 +289,16 @@ def store(m, op: T.StoreOp) -> None:
 
 def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
     """A store of a value affine in a cross-block partial: every block adds its share (no single writer along the
-    combine's axis) into the buffer, which a kernel launched before zeroes."""
-    kb = m.kb
+    combine's axis) into the buffer, which a kernel launched before zeroes; the first block then adds the constant
+    part."""
     if op.buffer not in m.zeroed:
         m.zeroed.append(op.buffer)
-    value = combines.contribution(m, affine, m.atomic_axis)
+    _atomic_add(m, op, a, combines.contribution(m, affine))
+    combines.constant_share(m, affine, m.atomic_axis, lambda const: _atomic_add(m, op, a, const))
+
+
+def _atomic_add(m, op: T.StoreOp, a: Access, value: Value) -> None:
+    kb = m.kb
     p = a.pattern
     lanes = TensorType(a.dtype, p.lanes) if any(n > 1 for n in p.lanes) else a.dtype
     if value.type != lanes:
