@@ -154,14 +154,14 @@ class Heuristic:
         deepest = max(_splits_of(self._k_trips(kernel, band)))
         others = math.prod(band.extents) // (m * n)
         fills = lambda: (m // bm) * (n // bn) * others * deepest >= target().sm_count
-        if deepest < DEEP_SPLIT or fills():
+        if deepest < DEEP_SPLIT or fills() or bm <= 8:
             return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
         # A long K over too few tiles to fill the multiprocessors even at the deepest split (decode's narrow
-        # projections): fewer rows a tile until that split's blocks fill them, and FILL_THREAD_OUTPUTS outputs a
-        # thread (up to CONTRACTION_THREADS threads), so the one or two blocks a multiprocessor gets still hold
-        # several warps. matmul.QW.kv.s32 (M = 32, N = 512, K = 3584: 4 tiles of 32 x 128, 64 blocks at split
-        # 16): 8 x 128 tiles of 256 threads, 256 blocks; `irforge tune` measured that point 1.43x faster on an
-        # H100 (bench/results/tune-h100-2026-11-24/winners.json).
+        # projections), in tiles of more than 8 rows: fewer rows until that split's blocks fill them, and
+        # FILL_THREAD_OUTPUTS outputs a thread (up to CONTRACTION_THREADS threads), so the one or two blocks a
+        # multiprocessor gets still hold several warps. matmul.QW.kv.s32 (M = 32, N = 512, K = 3584: 4 tiles of
+        # 32 x 128, 64 blocks at split 16): 8 x 128 tiles of 256 threads, 256 blocks; `irforge tune` measured
+        # that point 1.43x faster on an H100 (bench/results/tune-h100-2026-11-24/winners.json).
         while bm > 8 and m % (bm // 2) == 0 and not fills():
             bm //= 2
             bn = _simt_columns(bm, n)
