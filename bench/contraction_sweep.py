@@ -114,6 +114,11 @@ VARIANTS = {
     "plain+pad": variant(**{**PLAIN, "tile_pad_smem": ""}),
     "plain+unroll": variant(**{**PLAIN, "tile_unroll": ""}),
     "no-tma": variant(tile_tma="stages=none"),
+    # A's [64, 16] slab swizzled by row bits 3-4: a warp's four 8-row groups (rows 0, 8, 16, 24, 256 bytes apart)
+    # read different bank groups. ncu counted 25% of shared-load wavefronts as conflicts on A's fragment, which
+    # the bank model (quarter-warp phases for 16-byte reads) does not see; copied by the threads (the engine
+    # cannot write this swizzle), against no-tma.
+    "no-tma.aswz": variant(tile_tma="stages=none", tile_swizzle_smem="swizzle=2,2,5"),
     "tma-all": variant(tile_tma="stages=all"),
     "raster8": variant(tile_rasterize="rows=8"),
     "raster16": variant(tile_rasterize="rows=16"),

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sweep 7 (branch `contract`, bench/notes/contractions.md): on an H100, the contract branch's defaults against the
+# options main chose at 6dccff8 (`main`) and a deeper split, on the shapes its changes touch; A's slab swizzled
+# apart against the same schedule unswizzled (both copied by the threads); then seed84's
+# contraction families (matmul, matmul_add, silu_mul_matmul) against eager, compared with the committed
+# scoreboard. About 5 minutes. Usage: bash bench/contraction_sweep7.sh [OUT]
+set -euo pipefail
+OUT=${1:-bench/results/contraction_sweep7}
+JOBS=${JOBS:-12}
+SHAPES='TL.down.s512,TL.down.s512.add,TL.down.s128,TL.down.s128.add,QW.down.s128,QW.down.s128.add,QW.down.s32'
+SHAPES+=',QW.kv.s32,TL.kv.s32,TL.kv.s128'
+CASES='matmul.*,matmul_add.*,silu_mul_matmul.*'
+mkdir -p "$OUT"
+python bench/contraction_sweep.py prepare "$OUT/sweep" --shapes "$SHAPES" --variants main,default,split16 --jobs "$JOBS"
+python bench/contraction_sweep.py prepare "$OUT/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
+  --variants no-tma,no-tma.aswz --jobs "$JOBS"
+python bench/contraction_sweep.py run "$OUT/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
+irforge bench --suite seed84 --cases "$CASES" --compile-only --cache "$OUT/cache" --jobs "$JOBS"
+irforge bench --suite seed84 --cases "$CASES" --cache "$OUT/cache" --systems eager,irforge --max-seconds-per-case 2 \
+  -o "$OUT/seed84"
+irforge bench --compare bench/results/seed84-h100-2026-11-24b/seed84.json "$OUT/seed84/seed84.json" | tee "$OUT/compare.txt"
