@@ -10,12 +10,13 @@ JOBS=${JOBS:-12}
 SHAPES='TL.down.s512,TL.down.s512.add,TL.down.s128,TL.down.s128.add,QW.down.s128,QW.down.s128.add,QW.down.s32'
 SHAPES+=',QW.kv.s32,TL.kv.s32,TL.kv.s128'
 CASES='matmul.*,matmul_add.*,silu_mul_matmul.*'
+WORK=$(mktemp -d)  # programs and CUBINs stay out of OUT
 mkdir -p "$OUT"
-python bench/contraction_sweep.py prepare "$OUT/sweep" --shapes "$SHAPES" --variants main,default,split16 --jobs "$JOBS"
-python bench/contraction_sweep.py prepare "$OUT/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
+python bench/contraction_sweep.py prepare "$WORK/sweep" --shapes "$SHAPES" --variants main,default,split16 --jobs "$JOBS"
+python bench/contraction_sweep.py prepare "$WORK/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
   --variants no-tma,no-tma.aswz --jobs "$JOBS"
-python bench/contraction_sweep.py run "$OUT/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
-irforge bench --suite seed84 --cases "$CASES" --compile-only --cache "$OUT/cache" --jobs "$JOBS"
-irforge bench --suite seed84 --cases "$CASES" --cache "$OUT/cache" --systems eager,irforge --max-seconds-per-case 2 \
+python bench/contraction_sweep.py run "$WORK/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
+irforge bench --suite seed84 --cases "$CASES" --compile-only --cache "$WORK/cache" --jobs "$JOBS"
+irforge bench --suite seed84 --cases "$CASES" --cache "$WORK/cache" --systems eager,irforge --max-seconds-per-case 2 \
   -o "$OUT/seed84"
 irforge bench --compare bench/results/seed84-h100-2026-11-24b/seed84.json "$OUT/seed84/seed84.json" | tee "$OUT/compare.txt"
