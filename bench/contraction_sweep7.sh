@@ -7,15 +7,16 @@
 set -euo pipefail
 OUT=${1:-bench/results/contraction_sweep7}
 JOBS=${JOBS:-12}
+PY=${PYTHON:-python3}
 SHAPES='TL.down.s512,TL.down.s512.add,TL.down.s128,TL.down.s128.add,QW.down.s128,QW.down.s128.add,QW.down.s32'
 SHAPES+=',QW.kv.s32,TL.kv.s32,TL.kv.s128'
 CASES='matmul.*,matmul_add.*,silu_mul_matmul.*'
 WORK=$(mktemp -d)  # programs and CUBINs stay out of OUT
 mkdir -p "$OUT"
-python bench/contraction_sweep.py prepare "$WORK/sweep" --shapes "$SHAPES" --variants main,default,split16 --jobs "$JOBS"
-python bench/contraction_sweep.py prepare "$WORK/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
+"$PY" bench/contraction_sweep.py prepare "$WORK/sweep" --shapes "$SHAPES" --variants main,default,split16 --jobs "$JOBS"
+"$PY" bench/contraction_sweep.py prepare "$WORK/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
   --variants no-tma,no-tma.aswz --jobs "$JOBS"
-python bench/contraction_sweep.py run "$WORK/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
+"$PY" bench/contraction_sweep.py run "$WORK/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
 irforge bench --suite seed84 --cases "$CASES" --compile-only --cache "$WORK/cache" --jobs "$JOBS"
 irforge bench --suite seed84 --cases "$CASES" --cache "$WORK/cache" --systems eager,irforge --max-seconds-per-case 2 \
   -o "$OUT/seed84"
