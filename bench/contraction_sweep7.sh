@@ -8,6 +8,7 @@ set -euo pipefail
 OUT=${1:-bench/results/contraction_sweep7}
 JOBS=${JOBS:-12}
 PY=${PYTHON:-python3}
+IRF=${IRFORGE:-irforge}
 SHAPES='TL.down.s512,TL.down.s512.add,TL.down.s128,TL.down.s128.add,QW.down.s128,QW.down.s128.add,QW.down.s32'
 SHAPES+=',QW.kv.s32,TL.kv.s32,TL.kv.s128'
 CASES='matmul.*,matmul_add.*,silu_mul_matmul.*'
@@ -17,7 +18,8 @@ mkdir -p "$OUT"
 "$PY" bench/contraction_sweep.py prepare "$WORK/sweep" --shapes TL.down.s512,TL.down.s128,QW.down.s128 \
   --variants no-tma,no-tma.aswz --jobs "$JOBS"
 "$PY" bench/contraction_sweep.py run "$WORK/sweep" -o "$OUT/sweep7.json" | tee "$OUT/sweep7.log"
-irforge bench --suite seed84 --cases "$CASES" --compile-only --cache "$WORK/cache" --jobs "$JOBS"
-irforge bench --suite seed84 --cases "$CASES" --cache "$WORK/cache" --systems eager,irforge --max-seconds-per-case 2 \
+"$IRF" bench --suite seed84 --cases "$CASES" --compile-only --cache "$WORK/cache" --jobs "$JOBS"
+"$IRF" bench --suite seed84 --cases "$CASES" --cache "$WORK/cache" --systems eager,irforge --max-seconds-per-case 2 \
   -o "$OUT/seed84"
-irforge bench --compare bench/results/seed84-h100-2026-11-24b/seed84.json "$OUT/seed84/seed84.json" | tee "$OUT/compare.txt"
+"$IRF" bench --compare bench/results/seed84-h100-2026-11-24b/seed84.json "$OUT/seed84/seed84.json" \
+  | tee "$OUT/compare.txt"
