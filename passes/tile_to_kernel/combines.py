@@ -95,24 +95,26 @@ def contribution(m, a: Affine) -> Value:
 
 
 def constant_share(m, a: Affine, axis: str, add) -> None:
-    """Call `add(const)` in the axis's first block only, the ops that make the constant part (a residual's loads)
-    moved into that block's branch: the other shares never read it, and the first adds it after its partial,
-    whose registers are free by then (loaded beside the accumulators it raised a split product's from 128 to 145
-    registers, 8 blocks a multiprocessor to 6)."""
+    """Call `add(const)` in the axis's first block only, on the constant part recomputed there (the ops that make
+    it, a residual's loads, cloned into that block's branch; the originals go if nothing else uses them): the other
+    shares never read it, and the first adds it after its partial, whose registers are free by then (loaded beside
+    the accumulators it raised a split product's from 128 to 145 registers, 8 blocks a multiprocessor to 6)."""
     if a.const is None:
         return
     kb = m.kb
     first = kb.scalar("eq", m.axis(axis), kb.const(0, index))
     with kb.if_(first) as br, br.then():
-        for op in _slice(a.const, br.op):
-            op.detach()
-            kb.block.append(op)
-        add(a.const)
+        cloned: dict[Value, Value] = {}
+        ops = _slice(a.const, br.op)
+        for op in ops:
+            kb.block.append(op.clone(cloned))
+        m.recomputed += ops
+        add(cloned.get(a.const, a.const))
 
 
 def _slice(value: Value, branch: Operation) -> list[Operation]:
-    """The ops of `branch`'s block that compute `value` and nothing else, in order: pure ops and loads of global
-    memory (a kernel never writes a buffer it reads, so such a load reads the same anywhere after it)."""
+    """The ops of `branch`'s block that compute `value` and nothing else yet, in order: pure ops and loads of
+    global memory (a kernel never writes a buffer it reads, so such a load reads the same anywhere after it)."""
     block = branch.parent
 
     def movable(op) -> bool:
@@ -127,8 +129,8 @@ def _slice(value: Value, branch: Operation) -> list[Operation]:
             ops.add(op)
             todo += [v.owner for v in op.operands if isinstance(v.owner, Operation)]
     changed = True
-    while changed:  # keep only ops whose results feed nothing outside the slice (the value itself feeds the branch)
-        keep = {op for op in ops if all(u in ops for r in op.results for u in r.users) or value in op.results}
+    while changed:  # ops used outside the slice (addresses) are read from the branch, not recomputed
+        keep = {op for op in ops if all(u in ops for r in op.results for u in r.users)}
         changed, ops = keep != ops, keep
     return [op for op in block.ops if op in ops]
 
