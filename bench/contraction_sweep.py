@@ -1,6 +1,6 @@
 """The contraction schedule sweep: products through the tile passes at several option points, against cuBLAS.
 
-    python bench/contraction_sweep.py prepare DIR [--shapes ...] [--variants ...] [--dtypes f32,bf16,f16]
+    python bench/contraction_sweep.py prepare DIR [--shapes ...] [--variants ...] [--dtypes f32,bf16,f16] [--jobs N]
     python bench/contraction_sweep.py run DIR [-o OUT.json]                          # on the GPU: check and time
 
 `prepare` writes each (shape, dtype, variant) as a cuda-level program (`DIR/<shape>.<dtype>__<variant>.ir`, the
@@ -11,7 +11,10 @@ inputs, then times it and `torch.matmul` interleaved (CUDA events, L2 flushed, m
 pipelines: `default` is `loop-to-tile` as `torch-to-cuda` runs it; the others override tile pass options through
 the pipeline text, as the tuner would (`plain`: without the shared-memory passes, `plain+X`: with one of them
 back; `mma`, `wgmma...`, `simt`: the tensor-core atom forced). The shapes include the llm suite's linears L1-L14
-(nn.Linear's products: the weight [N, K]); `--shapes 'L*'` picks them.
+(nn.Linear's products: the weight [N, K]); `--shapes 'L*'` picks them. A shape named `*.add` adds a residual
+[M, N] to the product (seed84's matmul_add: cuBLAS's time is then eager's, the product and the add). `main` pins,
+for the shapes in MAIN, the options main's heuristics chose at 6dccff8 (the baseline of the contract branch's
+heuristic changes); elsewhere it is `default`.
 """
 
 from __future__ import annotations
@@ -24,20 +27,42 @@ import sys
 import time
 from pathlib import Path
 
-# (name, M, N, K, transposed B): seed84 shapes (TinyLlama / Qwen2.5 projections) and two square ones.
+# (name, M, N, K, transposed B, residual): seed84 shapes (TinyLlama / Qwen2.5 projections) and two square ones.
 SHAPES = {
-    "TL.q.s512": (512, 2048, 2048, False),
-    "TL.gate.s512": (512, 5632, 2048, False),
-    "TL.down.s512": (512, 2048, 5632, False),
-    "TL.kv.s512": (512, 256, 2048, False),
-    "TL.q.s128": (128, 2048, 2048, False),
-    "TL.gate.s128": (128, 5632, 2048, False),
-    "TL.q.s32": (32, 2048, 2048, False),
-    "TL.down.s32": (32, 2048, 5632, False),
-    "QW.q.s512": (512, 3584, 3584, False),
-    "QW.gate.s32": (32, 18944, 3584, False),
-    "sq.2048": (2048, 2048, 2048, False),
-    "TL.q.s512.linear": (512, 2048, 2048, True),
+    "TL.q.s512": (512, 2048, 2048, False, False),
+    "TL.gate.s512": (512, 5632, 2048, False, False),
+    "TL.down.s512": (512, 2048, 5632, False, False),
+    "TL.kv.s512": (512, 256, 2048, False, False),
+    "TL.q.s128": (128, 2048, 2048, False, False),
+    "TL.gate.s128": (128, 5632, 2048, False, False),
+    "TL.down.s128": (128, 2048, 5632, False, False),
+    "TL.kv.s128": (128, 256, 2048, False, False),
+    "TL.q.s32": (32, 2048, 2048, False, False),
+    "TL.down.s32": (32, 2048, 5632, False, False),
+    "TL.kv.s32": (32, 256, 2048, False, False),
+    "QW.q.s512": (512, 3584, 3584, False, False),
+    "QW.down.s128": (128, 3584, 18944, False, False),
+    "QW.gate.s32": (32, 18944, 3584, False, False),
+    "QW.down.s32": (32, 3584, 18944, False, False),
+    "QW.kv.s32": (32, 512, 3584, False, False),
+    "TL.down.s512.add": (512, 2048, 5632, False, True),
+    "TL.down.s128.add": (128, 2048, 5632, False, True),
+    "QW.down.s128.add": (128, 3584, 18944, False, True),
+    "sq.2048": (2048, 2048, 2048, False, False),
+    "TL.q.s512.linear": (512, 2048, 2048, True, False),
+}
+# What main's heuristics chose at 6dccff8 where the contract branch's choose otherwise (tile-blockify's tile and
+# threads, tile-split-reduce's splits): the `main` variant.
+_S128_DOWN = dict(bm=64, bn=64, threads=64, splits=4)
+MAIN = {
+    "TL.kv.s32": dict(bm=32, bn=128, threads=64, splits=16),
+    "QW.kv.s32": dict(bm=32, bn=128, threads=64, splits=16),
+    "TL.kv.s128": dict(bm=64, bn=64, threads=64, splits=16),
+    "QW.down.s32": dict(bm=32, bn=128, threads=64, splits=8),
+    "TL.down.s128": _S128_DOWN,
+    "QW.down.s128": _S128_DOWN,
+    "TL.down.s128.add": _S128_DOWN,
+    "QW.down.s128.add": _S128_DOWN,
 }
 
 
@@ -47,7 +72,7 @@ def _llm_linears() -> dict:
     out = {}
     for cid, (model, proj, tokens) in LINEAR.items():
         k, n = projection(model, proj)
-        out[cid] = (tokens, n, k, True)
+        out[cid] = (tokens, n, k, True, False)
     return out
 
 
@@ -89,10 +114,16 @@ VARIANTS = {
     "plain+pad": variant(**{**PLAIN, "tile_pad_smem": ""}),
     "plain+unroll": variant(**{**PLAIN, "tile_unroll": ""}),
     "no-tma": variant(tile_tma="stages=none"),
+    # A's [64, 16] slab swizzled by row bits 3-4: a warp's four 8-row groups (rows 0, 8, 16, 24, 256 bytes apart)
+    # read different bank groups. ncu counted 25% of shared-load wavefronts as conflicts on A's fragment, which
+    # the bank model (quarter-warp phases for 16-byte reads) does not see; copied by the threads (the engine
+    # cannot write this swizzle), against no-tma.
+    "no-tma.aswz": variant(tile_tma="stages=none", tile_swizzle_smem="swizzle=2,2,5"),
     "tma-all": variant(tile_tma="stages=all"),
     "raster8": variant(tile_rasterize="rows=8"),
     "raster16": variant(tile_rasterize="rows=16"),
-    **{f"split{n}": variant(splits=n) for n in (1, 2, 4, 8, 16)},  # split-K around the heuristic's choice
+    **{f"split{n}": variant(splits=n) for n in (1, 2, 4, 8, 16, 32)},  # split-K around the heuristic's choice
+    "fill.8x128.t256": variant(bm=8, threads=256),  # irforge tune's point on QW.kv.s32
     "warps4x8": variant(rows=4),  # tile-permute-lanes' 4 x 8 warps: A's rows swizzled apart (sweep 2 had them clash)
     "warps4x8.plain": variant(rows=4, **PLAIN),
     "64x128": variant(bm=64, bn=128, threads=128, tm=8, tn=8, splits=1),
@@ -141,15 +172,19 @@ VARIANTS = {
 }
 
 
-def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32") -> str:
-    """y = x @ w (w [k, n], or [n, k] when `transposed`: nn.Linear's) in `dtype`, accumulated in f32."""
+def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32", residual: bool = False) -> str:
+    """y = x @ w (w [k, n], or [n, k] when `transposed`: nn.Linear's) in `dtype`, accumulated in f32, plus r
+    [m, n] with `residual` (f32 only)."""
     w_type = f"{dtype}[{n},{k}]" if transposed else f"{dtype}[{k},{n}]"
     w_sub = "%a1, %r" if transposed else "%r, %a1"
     half = dtype != "f32"
     widen = lambda v: f"\n          %{v}32 = scalar.cast %{v} : {dtype} -> f32" if half else ""
     a, b, out = ("%a32", "%b32", "%o") if half else ("%a", "%b", "%s")
     narrow = f"\n        %o = scalar.cast %s : f32 -> {dtype}" if half else ""
-    return f"""func.func @forward(%x: {dtype}[{m},{k}], %w: {w_type}) -> {dtype}[{m},{n}] {{
+    res_arg = f", %res: {dtype}[{m},{n}]" if residual else ""
+    if residual:
+        narrow, out = "\n        %rv = loop.load %res[%a0, %a1]\n        %o = scalar.add %s, %rv : f32", "%o"
+    return f"""func.func @forward(%x: {dtype}[{m},{k}], %w: {w_type}{res_arg}) -> {dtype}[{m},{n}] {{
   %y = loop.buffer {dtype}[{m},{n}]
   loop.kernel @k_matmul {{
     loop.for %a0 in 0..{m} {{
@@ -169,36 +204,55 @@ def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32") -
 """
 
 
-def prepare(out: Path, shapes, variants, dtypes=("f32",)) -> None:
+def prepare(out: Path, shapes, variants, dtypes=("f32",), jobs: int = 1) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
+    todo = [(out, s, d, v) for s in _matching(shapes) for d in dtypes for v in variants]
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            for line in pool.map(_prepare_one, todo):
+                print(line, flush=True)
+    else:
+        for t in todo:
+            print(_prepare_one(t), flush=True)
+
+
+def _pipeline(shape: str, v: str) -> str:
+    if v == "main":
+        return variant(**MAIN[shape]) if shape in MAIN else VARIANTS["default"]
+    return VARIANTS[v]
+
+
+def _prepare_one(job) -> str:
     from irforge.parser import parse_module
     from irforge.pass_manager import run_pipeline
     from irforge.printer import print_module
     from irforge.runtime.nvrtc import compile_cuda
 
-    out.mkdir(parents=True, exist_ok=True)
+    out, s, dtype, v = job
     os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
-    for s, dtype, v in ((s, d, v) for s in _matching(shapes) for d in dtypes for v in variants):
-        m, n, k, tr = SHAPES[s]
-        case = f"{s}.{dtype}"
-        t0 = time.time()
-        module = parse_module(loop_program(m, n, k, tr, dtype))
-        try:
-            run_pipeline(module, VARIANTS[v] + ",tile-to-kernel,kernel-to-cuda")
-        except Exception as e:  # a refused option point is a row, not the end of the sweep
-            print(f"{case} {v}: refused: {str(e).splitlines()[0]}")
-            continue
-        logs = []
-        for op in module.body.ops:
-            if op.name == "cuda.kernel":
-                a = op.attributes
-                compile_cuda(a["source"], a["sym_name"], arch="sm_90a")
-                log = compile_cuda(
-                    a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
-                ).log
-                usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
-                logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
-        (out / f"{case}__{v}.ir").write_text(print_module(module))
-        print(f"{case} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}")
+    m, n, k, tr, res = SHAPES[s]
+    case = f"{s}.{dtype}"
+    t0 = time.time()
+    module = parse_module(loop_program(m, n, k, tr, dtype, res))
+    try:
+        run_pipeline(module, _pipeline(s, v) + ",tile-to-kernel,kernel-to-cuda")
+    except Exception as e:  # a refused option point is a row, not the end of the sweep
+        return f"{case} {v}: refused: {str(e).splitlines()[0]}"
+    logs = []
+    for op in module.body.ops:
+        if op.name == "cuda.kernel":
+            a = op.attributes
+            compile_cuda(a["source"], a["sym_name"], arch="sm_90a")
+            log = compile_cuda(
+                a["source"], a["sym_name"], arch="sm_90a", options=["--ptxas-options=-v"], use_cache=False
+            ).log
+            usage = [x for x in log.split("\n") if "registers" in x or "spill" in x]
+            logs.append(f"{a['sym_name']}: {' '.join(' '.join(usage).split())}")
+    (out / f"{case}__{v}.ir").write_text(print_module(module))
+    return f"{case} {v}: {time.time() - t0:.1f}s {'; '.join(logs)}"
 
 
 def _matching(patterns) -> list[str]:
@@ -219,15 +273,17 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
     for path in sorted(src.glob(f"{only or '*'}.ir")):
         case, v = path.stem.split("__")
         shape, dtype = case.rsplit(".", 1)
-        m, n, k, tr = SHAPES[shape]
+        m, n, k, tr, res = SHAPES[shape]
         module = parse_module(path.read_text(), str(path))
         tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
         x = torch.randn(m, k, device="cuda", dtype=tdtype)
         w = torch.randn((n, k) if tr else (k, n), device="cuda", dtype=tdtype)
-        ref = x @ (w.t() if tr else w)
+        inputs = (x, w, torch.randn(m, n, device="cuda", dtype=tdtype)) if res else (x, w)
+        eager = (lambda: x @ (w.t() if tr else w) + inputs[2]) if res else (lambda: x @ (w.t() if tr else w))
+        ref = eager()
         try:
             exe = Executor(module)
-            (y,) = exe(x, w)
+            (y,) = exe(*inputs)
             torch.cuda.synchronize()
         except Exception as e:  # a failing variant is a row, not the end of the sweep
             print(f"{case} {v}: ERROR {str(e).splitlines()[0]}")
@@ -238,7 +294,7 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
             print(f"{case} {v}: WRONG (relative error {err:.3g})")
             rows.append({"case": case, "variant": v, "error": err})
             continue
-        fns = {"irforge": lambda: exe(x, w), "cublas": lambda: x @ (w.t() if tr else w)}
+        fns = {"irforge": lambda: exe(*inputs), "cublas": eager}
         times = {name: [] for name in fns}
         for fn in fns.values():
             for _ in range(3):
@@ -273,12 +329,19 @@ def main(argv=None) -> int:
     p.add_argument("dir", type=Path)
     p.add_argument("--shapes", default=",".join(SHAPES), help="names or globs (L*), comma-separated")
     p.add_argument("--dtypes", default="f32", help="element types of the products: f32, bf16, f16")
-    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--variants", default="all", help="names, comma-separated (main: see MAIN; all: every one)")
     p.add_argument("-o", dest="out")
     p.add_argument("--only", default="", help="run the programs whose file names match this glob (case__variant)")
+    p.add_argument("--jobs", type=int, default=1, help="programs prepared in parallel")
     a = p.parse_args(argv)
     if a.mode == "prepare":
-        prepare(a.dir, a.shapes.split(","), a.variants.split(","), a.dtypes.split(","))
+        prepare(
+            a.dir,
+            a.shapes.split(","),
+            ["main", *VARIANTS] if a.variants == "all" else a.variants.split(","),
+            a.dtypes.split(","),
+            a.jobs,
+        )
     else:
         run(a.dir, a.out, a.only)
     return 0

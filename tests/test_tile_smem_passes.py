@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
@@ -307,3 +307,19 @@ def test_vectors_in_a_swizzled_copy_stay_inside_a_unit():
     run_pipeline(lowered, "tile-to-kernel")
     (load,) = [op for op in lowered.walk() if isinstance(op, K.LoadOp) and "smem" in str(op.operands[0].type)]
     assert load.attributes.get("vector") == 4
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([16, 32, 64]), st.sampled_from([1, 2, 4]))
+@example(32, 4)
+def test_a_swizzle_tied_by_a_pad_is_left_to_the_pad_and_keeps_the_answer(cols, vector):
+    # Thread t reads row t: rows of 64 to 256 bytes put a quarter warp's reads in few bank groups, which a swizzle
+    # and a pad both spread. Where they tie (rows of 32 f32 read 16 bytes at a time: swizzle(3, 2, 3) and pad 4,
+    # 4 wavefronts a request, tests/lit/tile-swizzle-smem/pad_ties.ir) the stage ends padded, not swizzled.
+    m = parse_module(row_reads(cols, vector))
+    expected = interpret(m, seed=3)
+    run_pipeline(m, "kernel(tile-swizzle-smem,tile-pad-smem)")
+    stage = next(op for op in m.walk() if isinstance(op, T.StageOp))
+    if (cols, vector) == (32, 4):
+        assert stage.attributes.get("pad") == 4 and "swizzle" not in stage.attributes
+    _simulated(m, expected, f"row reads of {cols} f32, {vector} a trip: {print_module(m)}")

@@ -938,6 +938,8 @@ def _check_mem_access(op, mem: Value, value_type, group: str = "index") -> None:
         nbytes = run * t.dtype.bytes
         if not (nbytes <= 16 and nbytes & (nbytes - 1) == 0) and nbytes % 16 != 0:
             raise op.error(f"moves {nbytes} bytes; vector accesses move 1, 2, 4, 8 or 16 bytes, or multiples of 16")
+    if op.attributes.get("xor_runs") and not (isinstance(t, SmemType) and t.swizzle):
+        raise op.error(f"xor_runs addresses runs through a swizzle, and {t} has none")
 
 
 class LoadOp(IndexedOp):
@@ -945,13 +947,15 @@ class LoadOp(IndexedOp):
     the address must be aligned to the access), from global or shared memory. With `strides`, tile element
     (i0, i1, ...) is at the address plus sum(i_d * strides_d) elements, and the last dimension of stride 1 moves
     as vectors (`{strides = [64, 1]} : f32[2,4]` reads two rows of four), `vector` elements at a time when the
-    addresses are only aligned to that many."""
+    addresses are only aligned to that many. `xor_runs` (a swizzled shared memory): the lowering proved that no
+    run's offset from the first element shares a bit with that element's offset, so each run's swizzled address
+    is the first element's XOR the run's swizzled offset (the same addresses, one swizzle computed)."""
 
     name = "kernel.load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple, "vector": int}
+    optional_attributes = {"strides": tuple, "vector": int, "xor_runs": bool}
     num_regions = 0
     num_fixed = 1
 
@@ -966,13 +970,14 @@ class LoadOp(IndexedOp):
 
 
 class StoreOp(IndexedOp):
-    """Write a scalar or a register tile to global or shared memory (contiguous, or `strides` as `kernel.load`)."""
+    """Write a scalar or a register tile to global or shared memory (contiguous, or `strides`, `vector` and
+    `xor_runs` as `kernel.load`)."""
 
     name = "kernel.store"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"strides": tuple, "vector": int}
+    optional_attributes = {"strides": tuple, "vector": int, "xor_runs": bool}
     num_regions = 0
     num_fixed = 2
 

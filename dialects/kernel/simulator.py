@@ -579,7 +579,13 @@ def _addresses(sim, op, group, mem, values, mask, w, t) -> np.ndarray:
             lane = int(np.argmax(bad))
             pos = [int(x[lane]) for x in idx]
             raise sim._error(op, f"accesses shared memory at {pos}, outside {t_mem}", w, lane)
-    lin = sum(i * s for i, s in zip(idx, t_mem.strides))[:, None] + offsets
+    first = sum(i * s for i, s in zip(idx, t_mem.strides))
+    lin = first[:, None] + offsets
+    if op.attributes.get("xor_runs"):  # the CUDA addresses run c as swz(first) ^ swz(c): only first + c == first ^ c
+        shared = mask & ((first[:, None] & offsets[runs[:, 0]]) != 0).any(axis=1)
+        if shared.any():
+            lane = int(np.argmax(shared))
+            raise sim._error(op, f"xor_runs: a run's offset shares bits with offset {int(first[lane])}", w, lane)
     row = t_mem.shape[-1]
     starts = lin[:, runs[:, 0]]
     bad = mask & ((lin.min(axis=1) < 0) | (lin.max(axis=1) >= t_mem.numel) | ((starts % row + run > row).any(axis=1)))

@@ -612,10 +612,17 @@ class _Emitter(WarpgroupStatements):
         return text
 
     def runs(self, op, t: TensorType):
-        """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements."""
+        """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements.
+        Under `xor_runs`, the first element's swizzled offset XOR each run's swizzled offset (one swizzle)."""
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
         run, runs = K.access_runs(t, strides, op.attributes.get("vector"))
-        return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
+        if not op.attributes.get("xor_runs"):
+            return run, [(self.address(op, "index", op.mem, offset), pos) for offset, pos in runs]
+        b, m, s = op.mem.type.swizzle
+        base = self.smem_offset(op.exprs("index"), op.index_operands, op.mem.type)
+        mem = self.name(op.mem)
+        moved = [(c ^ (((c >> (m + s)) & ((1 << b) - 1)) << m), pos) for c, pos in runs]
+        return run, [(f"{mem} + ({base} ^ {c})" if c else f"{mem} + {base}", pos) for c, pos in moved]
 
     def op_load(self, op):
         r, t = op.result, op.result.type

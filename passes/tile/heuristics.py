@@ -53,6 +53,7 @@ ATTENTION_WARPS_PER_SM = 16
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
+FILL_THREAD_OUTPUTS = 4  # outputs a thread of a tile shrunk to fill the GPU (contraction_tile)
 K_CHUNK_BYTES = 64
 RING = 3
 SPLITS = (2, 3, 4, 6, 8, 12, 16, 24, 32)  # the blocks a reduction may be split over
@@ -60,9 +61,12 @@ RASTER_THREADS = False  # see warp_rows
 MIN_SHARE = 8  # trips of a split reduction's share (K chunks): below it the pipeline's fill and drain dominate
 TILE_ROWS_ONE_WAVE = 64  # see reduce_splits
 # Split-K (reduce_splits): toward SPLIT_BLOCKS_PER_SM blocks per multiprocessor, and DEEP_SPLIT ways at least
-# while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks.
+# while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks; deeper
+# while shares keep DEEP_SHARE chunks and the blocks fit one wave of resident blocks (CONTRACTION_REGISTERS a
+# thread: an 8 x 8 tile's 128 to 145 on the seed shapes).
 SPLIT_BLOCKS_PER_SM = 2
 DEEP_SPLIT, DEEP_SHARE, DEEP_SPLIT_WAVES = 4, 32, 8
+CONTRACTION_REGISTERS = 128
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
 # Tensor cores: a product of 16-bit floats streams its weight (2 bytes an element) at 2 * M flops a byte; the SIMT
@@ -167,8 +171,30 @@ class Heuristic:
         if family is not None:
             return self._mma_tile(kernel, band, m, n)
         bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
-        bn = max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
-        return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+        bn = _simt_columns(bm, n)
+        deepest = max(_splits_of(self._k_trips(kernel, band)))
+        others = math.prod(band.extents) // (m * n)
+        fills = lambda: (m // bm) * (n // bn) * others * deepest >= target().sm_count
+        if deepest < DEEP_SPLIT or fills() or bm <= 8:
+            return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+        # A long K over too few tiles to fill the multiprocessors even at the deepest split (decode's narrow
+        # projections), in tiles of more than 8 rows: fewer rows until that split's blocks fill them, and
+        # FILL_THREAD_OUTPUTS outputs a thread (up to CONTRACTION_THREADS threads), so the one or two blocks a
+        # multiprocessor gets still hold several warps. matmul.QW.kv.s32 (M = 32, N = 512, K = 3584: 4 tiles of
+        # 32 x 128, 64 blocks at split 16): 8 x 128 tiles of 256 threads, 256 blocks; `irforge tune` measured
+        # that point 1.43x faster on an H100 (bench/results/tune-h100-2026-11-24/winners.json).
+        while bm > 8 and m % (bm // 2) == 0 and not fills():
+            bm //= 2
+            bn = _simt_columns(bm, n)
+        return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // FILL_THREAD_OUTPUTS))
+
+    def _k_trips(self, kernel: T.KernelOp, band: T.ForOp) -> int:
+        """Trips of the band's contraction's reduction once chunked (`reduce_chunk`): what split-K divides."""
+        c = contractions_in(band)
+        if not c:
+            return 1
+        reduce = c[0].reduce
+        return reduce.extents[0] // max(1, self.reduce_chunk(kernel, reduce))
 
     def row_lanes(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> int:
         """Threads along x sharing each row of an attention-shaped contraction's output tile (a contraction whose A
@@ -305,7 +331,11 @@ class Heuristic:
         trips; never a share under MIN_SHARE trips (its chunks are staged: the pipeline needs trips to fill). A
         block of small register tiles holds two warps, so a few blocks per multiprocessor leave it short of warps
         to switch between: sweep 5 of bench/results/contraction_sweep-h100-2026-11-24 ran 16 and 64 output tiles
-        best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4. A long row's
+        best at 256 blocks (split 16 and 4), 176 to 1024 tiles best or level at split 4 (deeper splits there cut
+        shares under DEEP_SHARE chunks). Where K is long enough that deeper shares keep DEEP_SHARE chunks, deeper
+        as far as one wave of resident blocks: the s = 128 products of K = 5632 and 18944 took 4 ways (256 and 448
+        blocks: 2 to 3.4 blocks, 4 to 7 warps a multiprocessor, where the s = 512 products' 12 warps reach
+        0.9x cuBLAS) and take 8 (512 and 896). A long row's
         (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
         share at least MIN_ROW_SHARE elements. Attention's prefill (A computed in the element, blocks of a warp or
@@ -329,7 +359,7 @@ class Heuristic:
             return best
         if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
             return _decode_attention_splits(blocks, trips, sms)
-        fits = [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
+        fits = _splits_of(trips)
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
                 return self._attention_splits(kernel, reduce, blocks)
@@ -339,7 +369,8 @@ class Heuristic:
         nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
         if blocks >= DEEP_SPLIT_WAVES * sms:
             return nearest
-        deep = max((s for s in fits if s <= DEEP_SPLIT and trips // s >= DEEP_SHARE), default=1)
+        wave = sms * max(1, target().registers_per_sm // (kernel.threads * CONTRACTION_REGISTERS))
+        deep = max((s for s in fits if trips // s >= DEEP_SHARE and (s <= DEEP_SPLIT or blocks * s <= wave)), default=1)
         return max(nearest, deep)
 
     def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
@@ -466,6 +497,16 @@ def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
     rows = math.prod(e for e, iv in zip(loop.extents, loop.ivs) if iv in c.m)
     size = min(ld.buffer.type.dtype.bytes for ld in c.b)
     return 2 * rows / size < SIMT_FLOPS_PER_BYTE
+
+
+def _simt_columns(bm: int, n: int) -> int:
+    """A SIMT tile's columns for `bm` rows: 64 beside 64 rows (64 x 64 tiles of 64 threads), else up to 128."""
+    return max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
+
+
+def _splits_of(trips: int) -> list[int]:
+    """The splits a reduction of `trips` trips may take: dividing it, each share MIN_SHARE trips at least."""
+    return [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
 
 
 def _recomputes_a(loop: T.ForOp) -> bool:

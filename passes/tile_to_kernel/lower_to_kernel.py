@@ -175,12 +175,16 @@ class Materializer:
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
+        self.recomputed: list[Operation] = []  # ops a branch recomputes (combines.constant_share): erased if unused
         self.n_smem = 0
         self.static_smem = 0  # bytes of the static shared buffers so far
         self.n_top = 0
 
     def build(self) -> K.KernelFuncOp:
         self.block(self.tk.body)
+        for op in reversed(self.recomputed):  # their uses are all known now
+            if not any(r.uses for r in op.results):
+                op.erase()
         return self.kb.op
 
     # ---- the kernel's prologue: shared buffers, then hardware indices ---------------------------------------------

@@ -43,6 +43,7 @@ from irforge.types import TensorType, index
 
 from . import combines
 from .emit import strided, value_hint
+from .swizzle_runs import xor_runs
 
 
 @dataclass
@@ -211,6 +212,7 @@ class Access:
     base: list  # kernel-level index expressions of lane 0
     pattern: Pattern
     dtype: object
+    xor_runs: bool = False  # its runs' swizzled addresses are lane 0's XOR constants (swizzle_runs.py)
 
 
 def swizzle_unit(t: SmemType) -> int | None:
@@ -229,7 +231,9 @@ def _access(m, op) -> Access:
     base = [m.kexpr(vectors.expand(e)) for e in op.index_exprs()]
     if st.ring > 1:
         base = [Val(st.slot), *base]  # whole rings apart: slots keep the alignment
-    return Access(st.smem, base, p, t.dtype)
+    slot = (st.ring, math.prod(t.shape[1:])) if st.ring > 1 else None
+    xor = bool(t.swizzle) and xor_runs(p.offset, p.shape, p.strides, p.width, t.dtype, m.lanes, slot)
+    return Access(st.smem, base, p, t.dtype, xor)
 
 
 def _tile_access(m, op, a: Access, value: Value | None = None):
@@ -244,6 +248,8 @@ def _tile_access(m, op, a: Access, value: Value | None = None):
     attrs = {"strides": p.strides} if p.strides != K.default_strides(p.shape) else {}
     if p.width is not None:
         attrs["vector"] = p.width
+    if a.xor_runs:
+        attrs["xor_runs"] = True
     if value is None:
         r = kb.load(a.mem, a.base, t, _hint(op))
         r.owner.attributes.update(attrs)
@@ -284,11 +290,16 @@ def store(m, op: T.StoreOp) -> None:
 
 def _add_share(m, op: T.StoreOp, a: Access, affine) -> None:
     """A store of a value affine in a cross-block partial: every block adds its share (no single writer along the
-    combine's axis) into the buffer, which a kernel launched before zeroes."""
-    kb = m.kb
+    combine's axis) into the buffer, which a kernel launched before zeroes; the first block then adds the constant
+    part."""
     if op.buffer not in m.zeroed:
         m.zeroed.append(op.buffer)
-    value = combines.contribution(m, affine, m.atomic_axis)
+    _atomic_add(m, op, a, combines.contribution(m, affine))
+    combines.constant_share(m, affine, m.atomic_axis, lambda const: _atomic_add(m, op, a, const))
+
+
+def _atomic_add(m, op: T.StoreOp, a: Access, value: Value) -> None:
+    kb = m.kb
     p = a.pattern
     lanes = TensorType(a.dtype, p.lanes) if any(n > 1 for n in p.lanes) else a.dtype
     if value.type != lanes:
