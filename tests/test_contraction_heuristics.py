@@ -1,8 +1,8 @@
 """The SIMT contraction defaults for a long K (passes/tile/heuristics.py), counted by hand on an H100 (132
-multiprocessors): a long K over too few output tiles takes narrower tiles of more threads, so the deepest split
-fills the multiprocessors (`contraction_tile`); a long K over a few blocks a multiprocessor splits deeper, as far as
-shares keep 32 chunks and the blocks fit one wave (`reduce_splits`). Each schedule keeps the answer (the kernel
-simulator against the loop interpreter) and compiles without spilling."""
+multiprocessors): a long K over too few output tiles takes narrower tiles of more threads, so the deepest split fills
+the multiprocessors (`contraction_tile`); a long K over a few blocks a multiprocessor splits deeper, as far as shares
+keep 32 chunks and the blocks fit one wave, or 64 chunks and two waves (`reduce_splits`). Each schedule keeps the
+answer (the kernel simulator against the loop interpreter) and compiles without spilling."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def _schedule(m: int, n: int, k: int):
         ((128, 2048, 5632), (64, 64), 64, [8]),
         # 512 x 2048, K = 5632: 256 tiles x 8 would be 2048 blocks, two waves: 4 ways
         ((512, 2048, 5632), (64, 64), 64, [4]),
+        # 128 x 3584, K = 18944 (1184 chunks): 112 tiles x 16 = 1792 blocks, under two waves (2112), shares of 74
+        # chunks (over 64): 16 ways
+        ((128, 3584, 18944), (64, 64), 64, [16]),
     ],
 )
 def test_long_k_schedules(shape, tile, threads, split):

@@ -63,9 +63,10 @@ TILE_ROWS_ONE_WAVE = 64  # see reduce_splits
 # Split-K (reduce_splits): toward SPLIT_BLOCKS_PER_SM blocks per multiprocessor, and DEEP_SPLIT ways at least
 # while the kernel has under DEEP_SPLIT_WAVES blocks per multiprocessor and shares keep DEEP_SHARE chunks; deeper
 # while shares keep DEEP_SHARE chunks and the blocks fit one wave of resident blocks (CONTRACTION_REGISTERS a
-# thread: an 8 x 8 tile's 128 to 145 on the seed shapes).
+# thread: an 8 x 8 tile's 128 to 145 on the seed shapes), or LONG_SPLIT_WAVES waves while shares keep LONG_SHARE.
 SPLIT_BLOCKS_PER_SM = 2
 DEEP_SPLIT, DEEP_SHARE, DEEP_SPLIT_WAVES = 4, 32, 8
+LONG_SHARE, LONG_SPLIT_WAVES = 64, 2
 CONTRACTION_REGISTERS = 128
 MIN_ROW_SHARE = 4096  # elements of a long row each block of a split row takes at least
 CONTRACTION_SMEM = 96 * 1024  # shared memory a contraction's staged slabs may take (all stages)
@@ -335,7 +336,10 @@ class Heuristic:
         shares under DEEP_SHARE chunks). Where K is long enough that deeper shares keep DEEP_SHARE chunks, deeper
         as far as one wave of resident blocks: the s = 128 products of K = 5632 and 18944 took 4 ways (256 and 448
         blocks: 2 to 3.4 blocks, 4 to 7 warps a multiprocessor, where the s = 512 products' 12 warps reach
-        0.9x cuBLAS) and take 8 (512 and 896). A long row's
+        0.9x cuBLAS) and take 8 (512 and 896); as far as LONG_SPLIT_WAVES waves where shares keep LONG_SHARE chunks:
+        the K = 18944 ones take 16 (1792 blocks, 74 chunks a share), 0.86x -> 0.94x of cuBLAS in sweep 7
+        (bench/results/contraction_sweep-h100-2026-11-26/sweep7), where 8 ways of K = 5632 at s = 512 (44 chunks a
+        share, two waves) ran slower than 4. A long row's
         (split-row): when the rows fill less than half the multiprocessors, enough blocks per row for a full wave
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
         share at least MIN_ROW_SHARE elements. Attention's prefill (A computed in the element, blocks of a warp or
@@ -370,7 +374,19 @@ class Heuristic:
         if blocks >= DEEP_SPLIT_WAVES * sms:
             return nearest
         wave = sms * max(1, target().registers_per_sm // (kernel.threads * CONTRACTION_REGISTERS))
-        deep = max((s for s in fits if trips // s >= DEEP_SHARE and (s <= DEEP_SPLIT or blocks * s <= wave)), default=1)
+        deep = max(
+            (
+                s
+                for s in fits
+                if trips // s >= DEEP_SHARE
+                and (
+                    s <= DEEP_SPLIT
+                    or blocks * s <= wave
+                    or (trips // s >= LONG_SHARE and blocks * s <= LONG_SPLIT_WAVES * wave)
+                )
+            ),
+            default=1,
+        )
         return max(nearest, deep)
 
     def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
