@@ -23,6 +23,7 @@ from irforge.attributes import UNIT, DictAttr, SymbolRef
 from irforge.builtin import FuncOp, ModuleOp, ReturnOp
 from irforge.diagnostics import IRForgeError, error
 from irforge.location import UNKNOWN, FileLineColLoc, Location
+from irforge.pass_manager import frozen_heap
 from irforge.types import ScalarType, TensorType
 
 from . import AtenOp, ParamOp
@@ -212,8 +213,9 @@ def capture(
 ) -> Captured:
     """Export `model` on `inputs` and translate the graph to a torch-dialect module. With `values=False` the
     param store and initial state stay empty (a model on the meta device, whose weights come from elsewhere)."""
-    ep = export(model, inputs)
-    return Translator(ep, input_names, values=values).run(entry)
+    with frozen_heap():  # export and translation allocate as passes do
+        ep = export(model, inputs)
+        return Translator(ep, input_names, values=values).run(entry)
 
 
 class Translator:
