@@ -96,8 +96,12 @@ def tensor_type(t: torch.Tensor, loc: Location = UNKNOWN, what: str = "a tensor"
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()
+    """A copy of `t` that later changes to `t` do not reach (bf16 as f32, which numpy lacks)."""
+    c = t.detach().cpu()
+    if c.dtype == torch.bfloat16:
+        c = c.float()
+    # Copied once: the conversions above already made a tensor of its own (a layer's weights are 100s of MB).
+    return c.numpy() if c.data_ptr() != t.data_ptr() else c.numpy().copy()
 
 
 # ---- locations -------------------------------------------------------------------------------------------------
