@@ -66,15 +66,26 @@ def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]
     per_phase = warp if nbytes <= word else warp * word // nbytes
     phases = warp // per_phase
     k = max(1, nbytes // word)
-    words = a[..., None] // word + np.arange(k)
-    words = np.where(act[..., None], words, -1).reshape(n * phases, per_phase * k)
-    words = np.sort(words, axis=1)
-    distinct = words >= 0
-    distinct[:, 1:] &= words[:, 1:] != words[:, :-1]
-    bins = np.where(distinct, words % banks, banks) + (banks + 1) * np.arange(n * phases)[:, None]
-    counts = np.bincount(bins.ravel(), minlength=(banks + 1) * n * phases).reshape(n * phases, banks + 1)
-    wf = counts[:, :banks].max(axis=1).reshape(n, phases).sum(axis=1)
-    ideal = (-(-distinct.sum(axis=1) // banks)).reshape(n, phases).sum(axis=1)
+    # What a phase's distinct cells are: aligned vectors of k words fill k consecutive banks (one of banks / k
+    # groups), so each bank of a group delivers one word per distinct vector of that group, and counting vectors
+    # per group counts words per bank with k times fewer elements. Otherwise, each word in its bank.
+    # int32: shared memory is far smaller than 2^31 words, and numpy sorts and divides int32 much faster.
+    if k > 1 and banks % k == 0 and not (a % nbytes).any():
+        cells, groups = (a // nbytes).astype(np.int32)[..., None], banks // k
+    else:
+        k, groups = 1, banks
+        cells = (a // word).astype(np.int32)[..., None] + np.arange(max(1, nbytes // word), dtype=np.int32)
+    m = n * phases
+    cells = np.where(act[..., None], cells, -1).reshape(m, -1)
+    cells.sort(axis=1)
+    distinct = cells >= 0
+    distinct[:, 1:] &= cells[:, 1:] != cells[:, :-1]
+    bank = cells & (groups - 1) if groups & (groups - 1) == 0 else cells % groups  # a mask is a cheap modulo
+    bins = np.where(distinct, bank, groups)
+    bins += (groups + 1) * np.arange(m, dtype=np.int32)[:, None]
+    counts = np.bincount(bins.ravel(), minlength=(groups + 1) * m).reshape(m, groups + 1)
+    wf = counts[:, :groups].max(axis=1).reshape(n, phases).sum(axis=1)
+    ideal = (-(-distinct.sum(axis=1) * k // banks)).reshape(n, phases).sum(axis=1)
     return wf, ideal
 
 
