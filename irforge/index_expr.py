@@ -10,6 +10,7 @@ exactly what they are given, which is what the parser needs to round-trip text.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -463,7 +464,21 @@ def simplify(e: IndexExpr, extents) -> IndexExpr:
     Folds what the ranges decide (`(d0 * 4 + d1) floordiv 4 -> d0` when d1 < 4, `d1 mod 8 -> d1` when d1 < 8,
     `min(d0, 7) -> d0` when d0 < 8, a dimension of extent 1 -> 0), merges `(x floordiv c) * c + x mod c -> x`,
     and orders sums by dimension.
+
+    Remembered: expressions are values and the answer depends on nothing else, and passes simplify the same few
+    subscripts thousands of times (fusion re-simplifies each trial's whole kernel).
     """
+    if isinstance(extents, (list, tuple)):
+        return _simplify_cached(e, tuple(extents))
+    return _simplify(e, extents)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _simplify_cached(e: IndexExpr, extents: tuple) -> IndexExpr:
+    return _simplify(e, extents)
+
+
+def _simplify(e: IndexExpr, extents) -> IndexExpr:
     if isinstance(e, Dim):
         return Const(0) if extents[e.index] == 1 else e
     if isinstance(e, Const):

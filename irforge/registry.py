@@ -40,16 +40,18 @@ class Registry:
     def dialects(self) -> dict:
         if self._dialects is None:
             from . import builtin
+            from .pass_manager import frozen_heap
 
             found: dict = {}
             self._add(found, "dialect", builtin.dialect, "irforge.builtin")
             self._add(found, "dialect", builtin.func_dialect, "irforge.builtin")
             import irforge.dialects as pkg
 
-            for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
-                m = importlib.import_module(mod.name)
-                if hasattr(m, "dialect"):
-                    self._add(found, "dialect", m.dialect, mod.name)
+            with frozen_heap():  # see passes()
+                for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+                    m = importlib.import_module(mod.name)
+                    if hasattr(m, "dialect"):
+                        self._add(found, "dialect", m.dialect, mod.name)
             for ep, obj in plugin_objects("irforge.dialects"):
                 d = getattr(obj, "dialect", obj)
                 self._add(found, "dialect", d, plugin_source(ep))
@@ -87,15 +89,18 @@ class Registry:
     # ---- passes -------------------------------------------------------------------------------------------------
     def passes(self) -> dict:
         if self._passes is None:
-            from .pass_manager import Pass
+            from .pass_manager import Pass, frozen_heap
 
             found: dict = {}
             import irforge.passes as pkg
 
-            for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-                m = importlib.import_module(mod.name)
-                for p in _passes_in(m, Pass):
-                    self._add(found, "pass", p, mod.name, key=p.name)
+            # Importing every pass (and the dialects they use) builds hundreds of classes, which triggers full
+            # collections; after torch is imported each rescans its heap (0.2 s of a first compile).
+            with frozen_heap():
+                for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                    m = importlib.import_module(mod.name)
+                    for p in _passes_in(m, Pass):
+                        self._add(found, "pass", p, mod.name, key=p.name)
             for ep, obj in plugin_objects("irforge.passes"):
                 for p in [obj] if isinstance(obj, type) else _passes_in(obj, Pass):
                     self._add(found, "pass", p, plugin_source(ep), key=p.name)

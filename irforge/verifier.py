@@ -3,6 +3,8 @@ module-wide rules: SSA values defined before use, no use across an isolated-from
 
 from __future__ import annotations
 
+import functools
+
 from .attributes import UNIT
 from .diagnostics import IRForgeError
 from .ir import BlockArgument, Operation, OpResult
@@ -49,16 +51,22 @@ def _verify_structure(op: Operation) -> None:
         if "single_block" in traits and len(region.blocks) != 1:
             raise op.error(f"expects a single block in each region, got {len(region.blocks)}")
         for block in region.blocks:
-            for i, inner in enumerate(block.ops):
-                if inner.has_trait("terminator") and i != len(block.ops) - 1:
+            for inner in block.ops[:-1]:
+                if "terminator" in inner.traits:
                     raise inner.error("must be the last op of its block")
     if "terminator" in traits and op.parent is not None and op.parent.ops[-1] is not op:
         raise op.error("must be the last op of its block")
 
 
-def _check_arity(op: Operation, what: str, names, n: int) -> None:
+@functools.cache
+def _arity(names: tuple[str, ...]) -> tuple[bool, int]:
+    """(variadic, fixed count) of an op class's operand or result names."""
     variadic = any(x.startswith("*") for x in names)
-    fixed = len(names) - variadic
+    return variadic, len(names) - variadic
+
+
+def _check_arity(op: Operation, what: str, names, n: int) -> None:
+    variadic, fixed = _arity(tuple(names))
     if (n != fixed) if not variadic else (n < fixed):
         need = f"at least {fixed}" if variadic else str(fixed)
         raise op.error(f"expects {need} {what}(s), got {n}")
@@ -69,13 +77,15 @@ def _check_attr(op: Operation, name: str, expected) -> None:
     if expected is None:
         return
     types = expected if isinstance(expected, tuple) else (expected,)
-    ok = any(
-        (value is UNIT) if t is type(UNIT) else (isinstance(value, t) and not (t is int and isinstance(value, bool)))
-        for t in types
-    )
-    if not ok:
-        want = " or ".join(t.__name__ for t in types)
-        raise op.error(f"attribute '{name}' must be {want}, got {format_attr(value)}")
+    for t in types:
+        if (
+            (value is UNIT)
+            if t is type(UNIT)
+            else (isinstance(value, t) and not (t is int and isinstance(value, bool)))
+        ):
+            return
+    want = " or ".join(t.__name__ for t in types)
+    raise op.error(f"attribute '{name}' must be {want}, got {format_attr(value)}")
 
 
 def _verify_operands(op: Operation, positions) -> None:

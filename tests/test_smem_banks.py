@@ -29,6 +29,7 @@ LANES = np.arange(32)
         (LANES, 1, None, (1, 1)),  # bytes: 8 words
         (LANES * 2, 2, None, (1, 1)),  # halves: 16 words
         (np.array([0, 128, 4]), 4, None, (2, 1)),  # a partial warp: words 0 and 32 meet in bank 0
+        (np.array([12, 144]), 16, None, (2, 1)),  # unaligned 16-byte pieces (words 3-6, 36-39): banks 4-6 twice
     ],
 )
 def test_wavefronts_of_one_instruction(addrs, nbytes, active, expected):

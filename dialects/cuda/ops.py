@@ -22,7 +22,7 @@ from irforge.attributes import SymbolRef
 from irforge.ir import Operation
 from irforge.types import TensorType
 
-from ..kernel.ops import AllocBase, ParamBase, ViewBase
+from ..kernel.ops import AllocBase, LaunchBase, ParamBase, ViewBase
 from ..kernel.types import PtrType, TensorMapType
 from ..launch import dims_text
 
@@ -155,37 +155,14 @@ class ViewOp(ViewBase, _HostOp):
     name = "cuda.view"
 
 
-class LaunchOp(_HostOp):
+class LaunchOp(LaunchBase, _HostOp):
     """Launch a cuda.kernel of the module on buffers, in program order."""
 
     name = "cuda.launch"
-    operand_names = ("*args",)
-    result_names = ()
-    attribute_types = {"callee": SymbolRef}
-    num_regions = 0
+    callee_type = CudaKernelOp
 
-    def callee_op(self) -> CudaKernelOp | None:
-        module = self.parent_op.parent_op if self.parent_op is not None else None
-        name = self.attributes["callee"].name
-        for op in module.body.ops if module is not None else ():
-            if isinstance(op, CudaKernelOp) and op.attributes["sym_name"] == name:
-                return op
-        return None
-
-    def verify_op(self):
-        k = self.callee_op()
-        if k is None:
-            raise self.error(f"launches '@{self.attributes['callee'].name}', which is not a cuda.kernel of the module")
-        params = k.attributes["params"]
-        if len(params) != len(self.args):
-            raise self.error(f"passes {len(self.args)} argument(s) to a kernel with {len(params)} parameter(s)")
-        for i, (v, t) in enumerate(zip(self.args, params)):
-            ok = isinstance(v.type, TensorType) and (
-                (isinstance(t, PtrType) and v.type.dtype == t.dtype)
-                or (isinstance(t, TensorMapType) and (v.type.dtype, v.type.shape) == (t.dtype, t.shape))
-            )
-            if not ok:
-                raise self.error(f"argument #{i} is {v.type}, which cannot bind parameter type {t}")
+    def callee_params(self, callee: Operation) -> list:
+        return callee.attributes["params"]
 
     def print_custom(self, p):
         p.write("cuda.launch ", str(self.attributes["callee"]), "(", p.values(self.args), ")")

@@ -280,34 +280,39 @@ class ViewOp(ViewBase, HostOp):
     name = "kernel.view"
 
 
-class LaunchOp(HostOp):
-    """Launch a kernel of the module on host buffers, in program order (a buffer for each pointer or tensor-map
-    parameter)."""
+class LaunchBase(Operation):
+    """`<op> @callee(%buffers)`: a kernel of the module launched on host buffers, in program order; the callee's
+    parameter types (`callee_params`) say what each buffer binds. Shared with the cuda dialect's launch."""
 
-    name = "kernel.launch"
     operand_names = ("*args",)
     result_names = ()
     attribute_types = {"callee": SymbolRef}
     num_regions = 0
+    callee_type: ClassVar[type[Operation]]  # the op a callee is
 
-    def callee_op(self) -> KernelFuncOp | None:
+    def callee_op(self) -> Operation | None:
         top = self
         while top.parent_op is not None:
             top = top.parent_op
         name = self.attributes["callee"].name
         for op in top.body.ops if top.regions else ():
-            if isinstance(op, KernelFuncOp) and op.attributes["sym_name"] == name:
+            if isinstance(op, self.callee_type) and op.attributes["sym_name"] == name:
                 return op
         return None
+
+    def callee_params(self, callee: Operation) -> list:
+        """The callee's parameter types."""
+        raise NotImplementedError
 
     def verify_op(self):
         k = self.callee_op()
         if k is None:
-            raise self.error(f"launches '@{self.attributes['callee'].name}', which is not a kernel.func of the module")
-        params = k.attributes["function_type"].inputs
+            raise self.error(
+                f"launches '@{self.attributes['callee'].name}', which is not a {self.callee_type.name} of the module"
+            )
+        params = self.callee_params(k)
         if len(params) != len(self.args):
             raise self.error(f"passes {len(self.args)} argument(s) to a kernel with {len(params)} parameter(s)")
-        written = _written_params(k)
         for i, (v, t) in enumerate(zip(self.args, params)):
             ok = isinstance(v.type, TensorType) and (
                 (isinstance(t, PtrType) and v.type.dtype == t.dtype)
@@ -315,6 +320,21 @@ class LaunchOp(HostOp):
             )
             if not ok:
                 raise self.error(f"argument #{i} is {v.type}, which cannot bind parameter type {t}")
+
+
+class LaunchOp(LaunchBase, HostOp):
+    """Launch a kernel of the module on host buffers, in program order (a buffer for each pointer or tensor-map
+    parameter)."""
+
+    name = "kernel.launch"
+    callee_type = KernelFuncOp
+
+    def callee_params(self, callee: Operation) -> list:
+        return callee.attributes["function_type"].inputs
+
+    def verify_op(self):
+        super().verify_op()
+        written = _written_params(self.callee_op())
         for i, v in enumerate(self.args):
             for j in range(i + 1, len(self.args)):
                 if self.args[j] is v and (i in written or j in written):

@@ -284,8 +284,12 @@ class SubscriptOp(Operation):
         extents = self.extents()
         if 0 in extents.values():
             return  # never runs
-        for k, (e, size, r) in enumerate(zip(self.index_exprs(), buf.type.shape, room or (1,) * buf.type.rank)):
-            b = value_range(e, extents)
+        # Over the map's own dimensions: interval arithmetic bounds each leaf on its own, so this is the range
+        # `value_range` finds over the values, without rebuilding each subscript around them (verification is hot).
+        ext = [extents.get(v) for v in self.indices]
+        for k, (e, size, r) in enumerate(zip(m.results, buf.type.shape, room or (1,) * buf.type.rank)):
+            known = all(ext[d.index] is not None for d in leaves(e) if isinstance(d, ix.Dim))
+            b = ix.value_range(e, ext) if known else None
             if b is not None and (b[0] < 0 or b[1] + r - 1 >= size):
                 raise self.error(f"{what} {k} ranges over {b[0]}..{b[1] + r - 1}, outside 0..{size - 1}")
 

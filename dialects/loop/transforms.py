@@ -195,11 +195,14 @@ def eliminate_common(root: Operation, only: type | None = None) -> bool:
                     op.erase()
                     changed = True
                     continue
+            before, changed = changed, False
             for region in op.regions:
                 for inner in region.blocks:
                     block(inner, scopes)
             if candidate:
-                scopes[-1][op_key(op)] = op
+                # Its key again only when merges inside its regions changed them (a region's key walks it all).
+                scopes[-1][op_key(op) if changed else key] = op
+            changed |= before
         scopes.pop()
 
     for region in root.regions:

@@ -23,6 +23,7 @@ from irforge.attributes import UNIT, DictAttr, SymbolRef
 from irforge.builtin import FuncOp, ModuleOp, ReturnOp
 from irforge.diagnostics import IRForgeError, error
 from irforge.location import UNKNOWN, FileLineColLoc, Location
+from irforge.pass_manager import frozen_heap
 from irforge.types import ScalarType, TensorType
 
 from . import AtenOp, ParamOp
@@ -95,8 +96,12 @@ def tensor_type(t: torch.Tensor, loc: Location = UNKNOWN, what: str = "a tensor"
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach().cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()
+    """A copy of `t` that later changes to `t` do not reach (bf16 as f32, which numpy lacks)."""
+    c = t.detach().cpu()
+    if c.dtype == torch.bfloat16:
+        c = c.float()
+    # Copied once: the conversions above already made a tensor of its own (a layer's weights are 100s of MB).
+    return c.numpy() if c.data_ptr() != t.data_ptr() else c.numpy().copy()
 
 
 # ---- locations -------------------------------------------------------------------------------------------------
@@ -212,8 +217,9 @@ def capture(
 ) -> Captured:
     """Export `model` on `inputs` and translate the graph to a torch-dialect module. With `values=False` the
     param store and initial state stay empty (a model on the meta device, whose weights come from elsewhere)."""
-    ep = export(model, inputs)
-    return Translator(ep, input_names, values=values).run(entry)
+    with frozen_heap():  # export and translation allocate as passes do
+        ep = export(model, inputs)
+        return Translator(ep, input_names, values=values).run(entry)
 
 
 class Translator:

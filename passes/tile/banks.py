@@ -66,15 +66,26 @@ def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]
     per_phase = warp if nbytes <= word else warp * word // nbytes
     phases = warp // per_phase
     k = max(1, nbytes // word)
-    words = a[..., None] // word + np.arange(k)
-    words = np.where(act[..., None], words, -1).reshape(n * phases, per_phase * k)
-    words = np.sort(words, axis=1)
-    distinct = words >= 0
-    distinct[:, 1:] &= words[:, 1:] != words[:, :-1]
-    bins = np.where(distinct, words % banks, banks) + (banks + 1) * np.arange(n * phases)[:, None]
-    counts = np.bincount(bins.ravel(), minlength=(banks + 1) * n * phases).reshape(n * phases, banks + 1)
-    wf = counts[:, :banks].max(axis=1).reshape(n, phases).sum(axis=1)
-    ideal = (-(-distinct.sum(axis=1) // banks)).reshape(n, phases).sum(axis=1)
+    # What a phase's distinct cells are: aligned vectors of k words fill k consecutive banks (one of banks / k
+    # groups), so each bank of a group delivers one word per distinct vector of that group, and counting vectors
+    # per group counts words per bank with k times fewer elements. Otherwise, each word in its bank.
+    # int32: shared memory is far smaller than 2^31 words, and numpy sorts and divides int32 much faster.
+    if k > 1 and banks % k == 0 and not (a % nbytes).any():
+        cells, groups = (a // nbytes).astype(np.int32)[..., None], banks // k
+    else:
+        k, groups = 1, banks
+        cells = (a // word).astype(np.int32)[..., None] + np.arange(max(1, nbytes // word), dtype=np.int32)
+    m = n * phases
+    cells = np.where(act[..., None], cells, -1).reshape(m, -1)
+    cells.sort(axis=1)
+    distinct = cells >= 0
+    distinct[:, 1:] &= cells[:, 1:] != cells[:, :-1]
+    bank = cells & (groups - 1) if groups & (groups - 1) == 0 else cells % groups  # a mask is a cheap modulo
+    bins = np.where(distinct, bank, groups)
+    bins += (groups + 1) * np.arange(m, dtype=np.int32)[:, None]
+    counts = np.bincount(bins.ravel(), minlength=(groups + 1) * m).reshape(m, groups + 1)
+    wf = counts[:, :groups].max(axis=1).reshape(n, phases).sum(axis=1)
+    ideal = (-(-distinct.sum(axis=1) * k // banks)).reshape(n, phases).sum(axis=1)
     return wf, ideal
 
 
@@ -109,14 +120,74 @@ def smem_type(stage: T.StageOp) -> SmemType:
 
 def stage_cost(stage: T.StageOp) -> Cost:
     """The wavefronts of `stage`'s reads and writes per fill in its layout (`trying` sets another for a while)."""
-    t = smem_type(stage)
-    kernel = T.kernel_of(stage)
-    parts = [_reads(kernel, stage, ld, t) for ld in _loads(stage)]
-    if stage.copy != "tma":
-        parts.append(_writes(kernel, stage, t, stage.copy_width()))
-    return Cost(
-        sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts), tuple(p[3] for p in parts)
-    )
+    return Weigher(stage).cost()
+
+
+class Weigher:
+    """The model of one stage under the layouts a pass weighs: what no layout changes (each load's lanes, thread
+    layout and samples) is worked out once, each access pattern once per shared-memory type. Valid while only
+    the stage's layout (`trying`) changes; a pass makes one per decision."""
+
+    def __init__(self, stage: T.StageOp):
+        self.stage = stage
+        self.kernel = T.kernel_of(stage)
+        self._loads = _loads(stage)
+        self._threads: dict = {}  # load -> (lanes, thread layout)
+        self._patterns: dict = {}  # (load, smem type) -> (pattern, pieces, chunk)
+
+    def cost(self) -> Cost:
+        """The stage's cost in the layout it has now."""
+        stage, t = self.stage, smem_type(self.stage)
+        parts = [self._reads(ld, t) for ld in self._loads]
+        if stage.copy != "tma":
+            parts.append(_writes(self.kernel, stage, t, stage.copy_width()))
+        return Cost(
+            sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts), tuple(p[3] for p in parts)
+        )
+
+    def _reads(self, load: T.LoadOp, t: SmemType):
+        if load not in self._threads:
+            lanes = loop_lanes(load)
+            self._threads[load] = lanes, _thread_layout(self.kernel, self.stage, load)
+        lanes, (threads, active, samples, trips) = self._threads[load]
+        if (load, t) not in self._patterns:
+            self._patterns[load, t] = _pieces(load, lanes, t)
+        p, pieces, chunk = self._patterns[load, t]
+        combos = list(itertools.product(samples, range(self.stage.ring)))
+        combos = combos[:: -(-len(combos) // MAX_SAMPLES)]
+        # (combination, thread): the element offset of each thread's access, every combination evaluated at once
+        env = {}
+        for v in used_values(p.offset):
+            if v in samples[0]:
+                env[v] = np.array([values[v] for values, _ in combos], np.int64)[:, None]
+            else:
+                env[v] = threads[v][None, :] if v in threads else 0
+        slots = np.array([slot for _, slot in combos], np.int64)[:, None] * t.numel
+        bases = np.broadcast_to(np.asarray(p.offset.evaluate(env), np.int64) + slots, (len(combos), active.size))
+        offsets = np.array([off for off, _ in pieces], np.int64)[None, :, None]
+        extras = np.array([extra for _, extra in pieces], np.int64)[None, :, None]
+        # (combination, piece, thread): every instruction the load issues
+        addrs = _swizzled(bases[:, None, :] + offsets, t.swizzle) * t.dtype.bytes + extras
+        wf, best = wavefronts(_warps(addrs), chunk, _warps(np.broadcast_to(active, addrs.shape)))
+        requests = len(pieces) * _warp_count(self.kernel) * trips
+        return (
+            wf.sum() / len(combos) * trips,
+            best.sum() / len(combos) * trips,
+            requests,
+            (f"%{load.result.name_hint}", chunk),
+        )
+
+
+def _pieces(load: T.LoadOp, lanes, t: SmemType):
+    """(the load's access pattern in `t`, its instructions' (element offset, byte offset) pieces, their bytes)."""
+    nbytes = t.dtype.bytes
+    p = memory.pattern(load, lanes, t)
+    if any(n > 1 for n in p.shape):
+        run, runs = K.access_runs(TensorType(t.dtype, p.shape), p.strides, p.width)
+    else:
+        run, runs = 1, [(0, [0])]
+    chunk = min(16, run * nbytes)
+    return p, [(off, c * chunk) for off, _ in runs for c in range(run * nbytes // chunk)], chunk
 
 
 _DEFAULTS = {"pad": 0, "swizzle": (), "copy": "sync"}
@@ -152,38 +223,6 @@ def _swizzled(offsets: np.ndarray, sw: tuple) -> np.ndarray:
         return offsets
     b, m, s = sw
     return offsets ^ (((offsets >> (m + s)) & ((1 << b) - 1)) << m)
-
-
-def _reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType):
-    dtype, nbytes = t.dtype, t.dtype.bytes
-    lanes = loop_lanes(load)
-    p = memory.pattern(load, lanes, t)
-    if any(n > 1 for n in p.shape):
-        run, runs = K.access_runs(TensorType(dtype, p.shape), p.strides, p.width)
-    else:
-        run, runs = 1, [(0, [0])]
-    chunk = min(16, run * nbytes)
-    pieces = [(off, c * chunk) for off, _ in runs for c in range(run * nbytes // chunk)]
-    threads, active, samples, trips = _thread_layout(kernel, stage, load)
-    combos = list(itertools.product(samples, range(stage.ring)))
-    combos = combos[:: -(-len(combos) // MAX_SAMPLES)]
-    bases = []  # (combination, thread): the element offset of each thread's access
-    for values, slot in combos:
-        env = {**threads, **values}
-        base = p.offset.evaluate({v: env.get(v, 0) for v in used_values(p.offset)})
-        bases.append(np.broadcast_to(np.asarray(base, np.int64), active.shape) + slot * t.numel)
-    offsets = np.array([off for off, _ in pieces], np.int64)[None, :, None]
-    extras = np.array([extra for _, extra in pieces], np.int64)[None, :, None]
-    # (combination, piece, thread): every instruction the load issues, evaluated at once
-    addrs = _swizzled(np.stack(bases)[:, None, :] + offsets, t.swizzle) * nbytes + extras
-    wf, best = wavefronts(_warps(addrs), chunk, _warps(np.broadcast_to(active, addrs.shape)))
-    requests = len(pieces) * _warp_count(kernel) * trips
-    return (
-        wf.sum() / len(combos) * trips,
-        best.sum() / len(combos) * trips,
-        requests,
-        (f"%{load.result.name_hint}", chunk),
-    )
 
 
 def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
@@ -333,11 +372,12 @@ def narrows(before: Cost, after: Cost) -> str | None:
     return None
 
 
-def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None) -> Candidate:
-    """The stage under `layout`: its cost, or why it cannot take it (also: it narrows a vector of `before`)."""
+def evaluate(stage: T.StageOp, layout: dict, before: Cost | None = None, weigher: Weigher | None = None) -> Candidate:
+    """The stage under `layout`: its cost, or why it cannot take it (also: it narrows a vector of `before`).
+    `weigher`: the stage's, to share between the layouts weighed for one decision."""
     with trying(stage, layout):
         why = why_not_layout(stage)
-        cost = None if why else stage_cost(stage)
+        cost = None if why else (weigher or Weigher(stage)).cost()
     if why is None and before is not None:
         why = narrows(before, cost)
     return Candidate(dict(layout), cost, why)
@@ -347,7 +387,8 @@ def refusal(stages: list[T.StageOp], layout: dict, option: str) -> tuple[T.Stage
     """(the first of `stages` that cannot take `layout`, why), None when all can: a pass's `check` of a forced
     `option`."""
     for st in stages:
-        c = evaluate(st, layout, stage_cost(st))
+        w = Weigher(st)
+        c = evaluate(st, layout, w.cost(), w)
         if c.why_not:
             return st, f"{option}: %{st.result.name_hint} {c.why_not}"
     return None
@@ -358,10 +399,11 @@ def choose(stage: T.StageOp, layouts: list[dict]) -> tuple[Candidate, Candidate,
     layouts that keep every vector at least as wide as now; the earlier in `layouts` on a tie. The best is the
     current layout unless another has strictly fewer wavefronts; none is tried when the current one is
     conflict-free (every layout keeping the vectors issues the same instructions)."""
-    current = Candidate({k: stage.attributes.get(k, _DEFAULTS[k]) for k in ("pad", "swizzle")}, stage_cost(stage), None)
+    w = Weigher(stage)
+    current = Candidate({k: stage.attributes.get(k, _DEFAULTS[k]) for k in ("pad", "swizzle")}, w.cost(), None)
     if current.cost.wavefronts <= current.cost.ideal:
         return current, current, []
-    out = [evaluate(stage, layout, current.cost) for layout in layouts]
+    out = [evaluate(stage, layout, current.cost, w) for layout in layouts]
     fine = [c for c in out if c.why_not is None]
     best = min(fine, key=lambda c: c.cost.wavefronts, default=current)
     return current, best if best.cost.wavefronts < current.cost.wavefronts else current, out

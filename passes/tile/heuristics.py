@@ -480,10 +480,11 @@ class Heuristic:
         threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
         threads += [{"copy": copy, "pad": p, "swizzle": ()} for p in self.smem_pads(kernel, stage)]
         threads += [{"copy": copy, "pad": 0, "swizzle": sw} for sw in self.smem_swizzles(kernel, stage)]
-        now = banks.stage_cost(stage)
+        w = banks.Weigher(stage)
+        now = w.cost()
         best = []
         for layouts in (engine, threads):
-            fine = [c for c in (banks.evaluate(stage, a, now) for a in layouts) if c.why_not is None]
+            fine = [c for c in (banks.evaluate(stage, a, now, w) for a in layouts) if c.why_not is None]
             best.append(min((c.cost.wavefronts for c in fine), default=float("inf")))
         return best[0] <= best[1]
 
