@@ -21,7 +21,8 @@ from irforge.dialects.scalar import CastOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
-from . import ForOp, IndexOp, LoadOp, ReduceOp, StageOp, YieldOp, enclosing_loops
+from ..loop.indexing import IndexValueOp, LoadValueOp
+from . import ForOp, LoadOp, ReduceOp, StageOp, enclosing_loops
 from .algebra import Contraction, contractions_in
 from .layout import Layout
 from .vectors import coefficient, expand
@@ -105,7 +106,7 @@ class Factor:
 
     value: Value
     ops: list[Operation]
-    loads: list[LoadOp]
+    loads: list[LoadValueOp]
 
 
 @dataclass
@@ -121,10 +122,7 @@ class Operands:
 def operands(root: Operation, rows: Value, cols: Value, atom_k: int = 16) -> Operands | str:
     """What the contraction under `root` (a thread loop over its output tile, or the band before it is tiled)
     multiplies, per carrier: the factor reaching index `rows` (the atom's A) and the one reaching `cols` (B), or why
-    the tensor cores cannot compute it: every product must be `cast(x) * cast(y)` into f32 carriers with x, y of
-    one 16-bit float type, computed elementwise from loads that each place the row (or column) index and the
-    reduction's index along their buffer's last two dimensions, and the reduction must come in steps of the
-    atom's k."""
+    the tensor cores cannot compute it (`products` says what they take)."""
     found = contractions_in(root)
     if len(found) != 1:
         return "holds no contraction" if not found else "holds several contractions"
@@ -132,6 +130,16 @@ def operands(root: Operation, rows: Value, cols: Value, atom_k: int = 16) -> Ope
     r = c.reduce
     if r.bind or any(isinstance(x, ReduceOp) and x is not r for x in r.walk()):
         return "its contraction's reduction is distributed or holds loops"
+    products = products_of(r, rows, cols, atom_k)
+    return products if isinstance(products, str) else Operands(c, products)
+
+
+def products_of(r: Operation, rows: Value, cols: Value, atom_k: int = 16) -> list[tuple[Factor, Factor]] | str:
+    """The (A, B) factors of each carrier of the reduction `r` (of any level: the loop level asks too, before it
+    fuses), or why the tensor cores cannot compute them: every product must be `cast(x) * cast(y)` into f32
+    carriers with x, y of one 16-bit float type, computed elementwise from loads that each place the row (or
+    column) index and the reduction's index along their buffer's last two dimensions, and the reduction must come
+    in steps of the atom's k."""
     if r.extents[0] % atom_k:
         return f"its contraction's reduction of {r.extents[0]} is not a multiple of the atom's k = {atom_k}"
     products, used = [], set()
@@ -158,10 +166,10 @@ def operands(root: Operation, rows: Value, cols: Value, atom_k: int = 16) -> Ope
         used |= {id(x.owner) for x in prod.operands}
     if len({a.value.type for a, _ in products}) > 1:
         return "its carriers multiply different operand types"
-    stray = [o for o in r.body.ops if id(o) not in used and not isinstance(o, (YieldOp, IndexOp))]
+    stray = [o for o in r.body.ops[:-1] if id(o) not in used and not isinstance(o, IndexValueOp)]  # [-1]: the yield
     if stray:
         return f"its reduction computes '{stray[0].name}' besides the products"
-    return Operands(c, products)
+    return products
 
 
 def _factor(x: Value, r: ReduceOp, rows: Value, cols: Value, k: Value) -> Factor | str:
@@ -176,7 +184,7 @@ def _factor(x: Value, r: ReduceOp, rows: Value, cols: Value, k: Value) -> Factor
         if id(v) in seen or not isinstance(op, Operation) or not r.is_ancestor_of(op):
             continue  # defined outside the reduction: the same for every element (a scalar broadcast)
         seen.add(id(v))
-        if isinstance(op, LoadOp):
+        if isinstance(op, LoadValueOp):
             why = _placement(op, rows, cols, k)
             if why:
                 return why
@@ -193,7 +201,7 @@ def _factor(x: Value, r: ReduceOp, rows: Value, cols: Value, k: Value) -> Factor
     return Factor(value, ops, loads)
 
 
-def _placement(load: LoadOp, rows: Value, cols: Value, k: Value) -> str | None:
+def _placement(load: LoadValueOp, rows: Value, cols: Value, k: Value) -> str | None:
     """Why a load cannot be read as a fragment: its buffer's last two dimensions must be, in either order, the
     reduction's index and one of the tile's indices (each with coefficient 1), and no other dimension may move
     with them."""
@@ -205,7 +213,10 @@ def _placement(load: LoadOp, rows: Value, cols: Value, k: Value) -> str | None:
     for e in exprs[:-2]:
         if coefficient(e, free) != 0 or coefficient(e, k) != 0:
             return "a factor's subscripts move along a dimension before the buffer's last two"
-    got = sorted((coefficient(e, free), coefficient(e, k)) for e in last)
+    pairs = [(coefficient(e, free), coefficient(e, k)) for e in last]
+    if any(c is None for pair in pairs for c in pair):
+        return "a factor's last two subscripts are not linear in the tile's index and the reduction's"
+    got = sorted(pairs)
     if got != [(0, 1), (1, 0)]:
         return "a factor's last two subscripts are not the tile's index and the reduction's, once each"
     if any(coefficient(e, rows if free is cols else cols) for e in exprs):

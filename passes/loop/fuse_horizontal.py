@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from irforge.dialects.loop import BufferOp, KernelOp, ParamOp
 from irforge.dialects.loop.transforms import captured_values, cleanup, kernels, writer
-from irforge.passes.loop.fusion import free_band, merge_sibling_loops, merge_sibling_reductions, rename_kernels, work
+from irforge.passes.loop.band import free_band
+from irforge.passes.loop.fusion import merge_sibling_loops, merge_sibling_reductions, rename_kernels, work
+from irforge.passes.loop.tensor_cores import why_lost
 
 from irforge.builtin import FuncOp
 from irforge.ir import Operation
@@ -17,7 +19,9 @@ class FuseHorizontal(Pass):
     earlier one or any kernel between them writes, become one kernel running both bodies in one band (the later
     kernel moves up). Their reductions over the same range then share one loop (as in `loop-fuse-siblings`) and
     their common loads are made once: the k and v projections of an attention layer read the normalized input
-    once. The merge happens only when it saves work (dynamic ops and memory words).
+    once. The merge happens only when it saves work (dynamic ops and memory words), and never when it would put a
+    contraction the tensor cores compute in one loop nest with accesses that do not follow its output tile's lanes
+    (a rotate-half read, a scatter's computed row): a launch saved is not worth a contraction on the SIMT path.
     """
 
     name = "loop-fuse-horizontal"
@@ -29,13 +33,13 @@ class FuseHorizontal(Pass):
             for k in kernels(func):  # compare canonical loop nests (invariant code hoisted out of the band)
                 cleanup(k)
             changed = False
-            while _merge_pair(func, self.max_carriers):
+            while _merge_pair(func, self.max_carriers, self.remark):
                 changed = True
             if changed:
                 rename_kernels(func)
 
 
-def _merge_pair(func: FuncOp, max_carriers: int) -> bool:
+def _merge_pair(func: FuncOp, max_carriers: int, remark) -> bool:
     ks = kernels(func)
     for i, first in enumerate(ks):
         band = [lp.extent for lp in free_band(first)]
@@ -47,7 +51,11 @@ def _merge_pair(func: FuncOp, max_carriers: int) -> bool:
             if not set(map(id, first.loaded_buffers())) & set(map(id, second.loaded_buffers())):
                 continue
             merged = _merged(first, second, max_carriers)
-            if work(merged) < work(first) + work(second):
+            saves = work(merged) < work(first) + work(second)
+            lost = why_lost([first, second], [merged]) if saves else None
+            if lost:
+                remark(second, f"not merged @{second.sym_name} into @{first.sym_name}: {lost}")
+            elif saves:
                 at = func.body.ops.index(first)
                 for v in captured_values(second):  # params and buffers declared after `first` move up with it
                     if isinstance(v.owner, (BufferOp, ParamOp)) and func.body.ops.index(v.owner) > at:

@@ -41,6 +41,8 @@ from irforge.dialects.loop.transforms import (
     writer,
 )
 from irforge.dialects.scalar import CastOp, ConstOp
+from irforge.passes.loop.band import depends_on, follow_producer, reorder_band, split_loops
+from irforge.passes.loop.tensor_cores import why_lost
 
 from irforge.builtin import FuncOp
 from irforge.index_expr import Const
@@ -251,59 +253,6 @@ def drop_store(producer: Producer) -> None:
         producer.kernel.erase()
 
 
-# ---- free-loop interchange -------------------------------------------------------------------------------------
-def free_band(kernel: KernelOp) -> list[ForOp]:
-    """The kernel's outer band of perfectly nested free loops (outermost first): the kernel body's only loop, and
-    each loop whose body is just one more free loop. Their iterations are independent, so any order is valid."""
-    tops = [op for op in kernel.body.ops if isinstance(op, LoopOp)]
-    if len(tops) != 1 or not isinstance(tops[0], ForOp):
-        return []
-    band = [tops[0]]
-    while len(band[-1].body.ops) == 1 and isinstance(band[-1].body.ops[0], ForOp):
-        band.append(band[-1].body.ops[0])
-    return band
-
-
-def depends_on(values, within: Operation) -> set[int]:
-    """Ids of the loop indices (block arguments of loops under `within`) that `values` depend on."""
-    out: set[int] = set()
-    seen: set[int] = set()
-    work = list(values)
-    while work:
-        v = work.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if isinstance(v, OpResult):
-            if within.is_ancestor_of(v.op):
-                work.extend(captured_values(v.op))
-        elif isinstance(v.block.parent_op, LoopOp) and within.is_ancestor_of(v.block.parent_op):
-            out.add(id(v))
-    return out
-
-
-def reorder_band(kernel: KernelOp, outer: set[int]) -> bool:
-    """Interchange the kernel's free band so the loops whose indices are in `outer` (ids) come first, keeping the
-    relative order within both groups. Returns whether anything moved."""
-    band = free_band(kernel)
-    order = [lp for lp in band if id(lp.iv) in outer] + [lp for lp in band if id(lp.iv) not in outer]
-    if order == band:
-        return False
-    inner_ops = list(band[-1].body.ops)
-    b = Builder.before_op(band[0])
-    new_ivs = {}
-    for lp in order:
-        iv, b = b.for_(lp.extent, lp.iv.name_hint)
-        b.block.parent_op.loc = lp.loc
-        new_ivs[lp] = iv
-    for op in inner_ops:
-        b.insert(op.detach())
-    for lp in band:
-        lp.iv.replace_all_uses_with(new_ivs[lp])
-    band[0].erase()
-    return True
-
-
 # ---- the fusion driver -----------------------------------------------------------------------------------------
 @dataclass
 class Trial:
@@ -317,6 +266,7 @@ class Trial:
     work_after: float
     reduction_work_before: float
     reduction_work_after: float
+    tensor_cores_lost: str | None = None  # why the fusion takes a contraction off the tensor cores (`why_lost`)
 
     def growth(self) -> float:
         """How many times the work of the two kernels the fusion leaves (1.0: the same)."""
@@ -327,17 +277,25 @@ class Trial:
 
 
 def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -> Trial:
-    """Inline `producer` into a copy of `consumer` and measure. With `interchange`, a producer holding a reduction
-    first moves the consumer's free loops its subscripts do not depend on inward, so the inlined reduction can be
-    hoisted out of them (a softmax over a leading axis)."""
+    """Inline `producer` into a copy of `consumer` and measure. A producer holding a reduction read through
+    subscripts that divide a consumer loop's index first has that loop split (`split_loops`) and the band ordered
+    as the producer's loops (`follow_producer`); otherwise, with `interchange`, the consumer's free loops its
+    subscripts do not depend on move inward, so the inlined reduction can be hoisted out of them (a softmax over a
+    leading axis)."""
     fused = consumer.clone()
-    if interchange and producer.has_reduction():
-        loads = [op for op in fused.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]
-        reorder_band(fused, depends_on([v for ld in loads for v in ld.indices], fused))
+
+    def loads() -> list[LoadOp]:
+        return [op for op in fused.walk() if isinstance(op, LoadOp) and op.buffer is producer.buffer]
+
+    if producer.has_reduction() and split_loops(fused, loads()):
+        follow_producer(fused, producer.store, producer.coords, loads())
+    elif interchange and producer.has_reduction():
+        reorder_band(fused, depends_on([v for ld in loads() for v in ld.indices], fused))
     inline_producer(fused, producer)
     cleanup(fused)
     last = reader_kernels(producer.buffer) == [consumer] and not is_returned(producer.buffer)
     prod_after, red_prod_after = work(producer.kernel), reduction_work(producer.kernel)
+    after = [fused, producer.kernel]
     if last:
         rest = producer.kernel.clone()
         kept = _store_in(rest, producer)
@@ -345,6 +303,9 @@ def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -
         eliminate_dead(rest)
         prod_after = work(rest) if any(isinstance(o, StoreOp) for o in rest.walk()) else 0
         red_prod_after = reduction_work(rest) if prod_after else 0
+        after = [fused, rest] if prod_after else [fused]
+    lost = why_lost([producer.kernel, consumer], after)
+    if last:
         rest.erase()
     return Trial(
         producer,
@@ -355,6 +316,7 @@ def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -
         work_after=prod_after + work(fused),
         reduction_work_before=reduction_work(producer.kernel) + reduction_work(consumer),
         reduction_work_after=red_prod_after + reduction_work(fused),
+        tensor_cores_lost=lost,
     )
 
 
@@ -395,7 +357,9 @@ def fuse_producers(
     interchange: bool = False,
     remark: Callable[[Operation, str], None] | None = None,
 ) -> bool:
-    """Pull producers into consumers, last kernel first, unless `refusal` says why not for the measured trial.
+    """Pull producers into consumers, last kernel first, unless `refusal` says why not for the measured trial, or
+    the fusion would take a contraction off the tensor cores (`tensor_cores.why_lost`: every producer fusion keeps
+    them there, whatever it saves).
 
     Only producers holding reductions are tried when `reductions`, only those without otherwise. A consumer tries
     the buffers it reads, latest producer first, until one is accepted; a producer whose buffer nobody reads any
@@ -435,7 +399,7 @@ def _fuse_sweep(func: FuncOp, refusal, reductions: bool, interchange: bool, rema
                     remark(consumer, f"not fused: {p.kernel.sym_name} reads a state this point has updated")
                     continue
                 trial = measure(consumer, p, interchange)
-                why = refusal(trial)
+                why = refusal(trial) or trial.tensor_cores_lost
                 if why is None:
                     remark(consumer, f"fused {trial.describe()}: work {trial.work_before:g} -> {trial.work_after:g}")
                     fused = trial
