@@ -4,9 +4,9 @@
 # the seed84 attention cases and the llm decode cases F4-F6, timed against eager by `irforge bench` with the default
 # pipeline (system `irforge`) and the schedule before (system `old`: `lower-to-kernel{keyed-chunks=false}`, the
 # chunk folded one key at a time, the same CUDA as the commit before the change). seed84 also times `noskip`: the
-# default with every causal chunk computed (`lower-to-kernel{skip-masked=false}`), and `rows32`: the default with
-# blocks of 32 query rows (`tile-blockify{bm=32}`: more, cheaper blocks, to see whether evening out the causal
-# blocks' uneven costs pays).
+# default with every causal chunk computed (`lower-to-kernel{skip-masked=false}`), and `rows32`, `rows16`: the
+# default with blocks of 32 or 16 query rows (`tile-blockify{bm=...}`: more, cheaper blocks, to see whether evening
+# out the causal blocks' uneven costs over the multiprocessors pays).
 #
 #   bench/attention_ab.sh OUT_DIR                                   # on a GPU: OUT_DIR/{seed84,llm}.{json,md}
 #   bench/attention_ab.sh OUT_DIR --compile-only --cache CACHE --jobs 8   # ahead, on any machine (no GPU)
@@ -28,7 +28,8 @@ lowering() {
 old=$(lowering '{keyed-chunks=false}')
 noskip=$(lowering '{skip-masked=false}')
 rows32=$(lowering '' 'tile-blockify{bm=32}')
+rows16=$(lowering '' 'tile-blockify{bm=16}')
 "$irforge" bench --suite seed84 --cases 'sdpa*,naive_attn*' --systems eager,irforge \
-  --variant "old=$old" --variant "noskip=$noskip" --variant "rows32=$rows32" --max-seconds-per-case 2 -o "$out" "$@"
+  --variant "old=$old" --variant "noskip=$noskip" --variant "rows32=$rows32" --variant "rows16=$rows16" --max-seconds-per-case 2 -o "$out" "$@"
 "$irforge" bench --suite llm --cases 'F4,F5,F6' --systems eager,irforge \
   --variant "old=$old" --max-seconds-per-case 2 -o "$out" "$@"

@@ -95,11 +95,19 @@ def _two_passes(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     (monoid, _, results) = op.carriers[0]
     join, steps, outputs = monoid.keyed_program(len(results))
     key_ops, term_ops = _passes(op)
-    keys = []
-    for k in range(op.work_items):
-        with _trip(m, op, k):
-            for o in key_ops:
+    # Op by op, each for every element: the elements' loads of what they share (an attention row's Q slice) then
+    # stand together, with no shuffle between them, and the CUDA compiler reads them once for the chunk.
+    trips = [dict() for _ in range(op.work_items)]
+    for o in key_ops:
+        for k, env in enumerate(trips):
+            m.env.update(env)
+            with _trip(m, op, k):
                 m.op(o)
+            env.update((r, m.env[r]) for r in o.results)
+    keys = []
+    for k, env in enumerate(trips):
+        m.env.update(env)
+        with _trip(m, op, k):
             keys.append(m.get(op.yielded[0]))
     key = inits[0]
     for x in keys:
