@@ -6,7 +6,9 @@ every sum (an attention row's whole slice of O). A reduction of a few elements (
 `tile-chunk-reduce`) folds instead in two passes, both unrolled:
 
 1. each element's key (the yield's first component: an attention score, with everything it reads), kept in
-   registers, and the join of them all with the carrier's key, k (the max);
+   registers, each op for every element before the next (the elements' shuffles independent, their shared loads,
+   an attention row's Q slice, together, so the CUDA compiler reads them once), and the join of them all with the
+   carrier's key, k (the max, as a tree);
 2. the carrier's sums read at k (one rescale), then each element's sums at k added in (exp(x - k) times its
    weights: a V row, fused multiply-adds).
 
@@ -38,7 +40,9 @@ _CHEAP = (ScalarMathOp, ConstOp, CastOp, T.IndexOp)  # recomputed in the second 
 
 def applies(m, op: T.ReduceOp) -> bool:
     """Whether `op` folds key first (the conditions above)."""
-    if op.bind or op.vector > 1 or len(op.carriers) != 1 or any(isinstance(x, T.StageOp) for x in op.walk()):
+    if op.bind or op.vector > 1 or op.work_items < 1 or len(op.carriers) != 1:
+        return False
+    if any(isinstance(x, T.StageOp) for x in op.walk()):
         return False
     (monoid, _, results) = op.carriers[0]
     if monoid.keyed_program(len(results)) is None:
@@ -109,9 +113,10 @@ def _two_passes(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
         m.env.update(env)
         with _trip(m, op, k):
             keys.append(m.get(op.yielded[0]))
-    key = inits[0]
-    for x in keys:
-        key = kb.scalar(join, key, x)
+    tree = keys
+    while len(tree) > 1:  # log2(W) dependent steps, not W
+        tree = [kb.scalar(join, a, b) for a, b in zip(tree[::2], tree[1::2])] + tree[len(tree) // 2 * 2 :]
+    key = kb.scalar(join, inits[0], tree[0])
     dtype = element_type(inits[0].type)
 
     def at_key(components: list[Value]) -> list[Value]:
