@@ -292,6 +292,28 @@ class Monoid:
             outputs.append(f"r{i}")
         return tuple(steps), tuple(outputs)
 
+    def keyed_program(self, width: int) -> tuple[str, tuple[CombineStep, ...], tuple[str, ...]] | None:
+        """For a carrier whose sums are measured from a key, its first component (online: s_i = sum(w_i * exp(x -
+        m)), m being any bound of the terms' x, the max keeping the exponentials in range), how a carrier or an
+        element reads at a larger key: (the op that joins keys, steps, outputs), the steps over inputs `a0..` and
+        `k` giving its sums at key k. None for monoids without a key.
+
+        Folding elements into a carrier is then: k = the join of the carrier's key and every element's, the carrier's
+        sums at k, plus each element's at k (in any order; a sum of products, so fused multiply-adds), the key
+        kept as k. That is the combine of the carrier with the elements' fold, the key taken before the sums."""
+        if self.name != "online":
+            return None
+        # exp(a0 - k) scales the sums; a side with no terms yet (a0 = -inf) contributes nothing, also where k is
+        # -inf (its exp(-inf - -inf) would be NaN).
+        steps = [
+            CombineStep("d", "sub", ("a0", "k")),
+            CombineStep("e", "exp", ("d",)),
+            CombineStep("n", "eq", ("a0", float("-inf"))),
+            CombineStep("s", "select", ("n", 0.0, "e")),
+        ]
+        steps += [CombineStep(f"r{i}", "mul", (f"a{i}", "s")) for i in range(1, width)]
+        return "maximum", tuple(steps), tuple(f"r{i}" for i in range(1, width))
+
     def component_inputs(self, width: int) -> tuple[frozenset[int], ...]:
         """Which carrier components each component of the combine reads (from either side), by the data flow of
         `combine_program`: the online max reads only the maxima, each sum the maxima and itself."""

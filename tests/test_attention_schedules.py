@@ -10,6 +10,7 @@ import loopgen
 import pytest
 from irforge.dialects import tile as T
 from irforge.dialects.cuda import ops as C
+from irforge.dialects.kernel import ops as K
 from irforge.dialects.loop import KernelOp as LoopKernel
 
 from irforge.interpreter import interpret
@@ -192,3 +193,25 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     assert splits > 1 and (aim / 2 <= warps <= 2 * aim or shortest), (splits, warps)
     usage = _usage(m)
     assert not [n for n, u in usage.items() if u.spills or u.stack_frame], usage
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(batch=1, kv_heads=4, group=7, queries=128, keys=128, e=128, ev=128, mask="causal"),
+        dict(batch=1, kv_heads=4, group=7, queries=1, keys=2048, e=128, ev=128, dtype=bf16),
+    ],
+    ids=["prefill_causal", "decode"],
+)
+def test_each_chunk_of_keys_rescales_the_carrier_once(kw):
+    """The default schedules fold each chunk of keys key first (keyed.py): the kernel over the keys computes one
+    exponential per key of a chunk and one for the carrier's rescale, straight-line, where folding key by key
+    computes two in the chunk's loop (once each in the IR)."""
+    m = loopgen.attention_module(**kw)
+    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    chunk = next(s for s in k.walk() if isinstance(s, T.StageOp) and s.operands[0].name_hint == "k").box[-2]
+    run_pipeline(m, "tile-to-kernel")
+    func = next(f for f in m.walk() if isinstance(f, K.KernelFuncOp))
+    exps = [op for op in func.walk() if isinstance(op, K.ScalarMathOp) and op.scalar_op == "exp"]
+    assert chunk > 1 and len(exps) == chunk + 1

@@ -14,7 +14,7 @@ from irforge.diagnostics import IRForgeError
 from irforge.hashing import structurally_equal
 from irforge.parser import parse_module
 from irforge.printer import print_module
-from irforge.scalar_ops import MONOIDS, quantize
+from irforge.scalar_ops import MONOIDS, SCALAR_OPS, quantize
 from irforge.testing.strategies import loop_programs
 from irforge.types import bf16, f16, f32
 
@@ -232,6 +232,45 @@ def test_monoid_reduce_agrees_with_folding_combine(name, xs, cut):
     for a, b, c in zip(fast, acc, split):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-30, 30, width=32) | st.just(float("-inf")), min_size=0, max_size=6),
+    st.lists(st.floats(-30, 30, width=32) | st.just(float("-inf")), min_size=1, max_size=9),
+)
+def test_keyed_fold_agrees_with_combining_the_fold(before, chunk):
+    """A chunk folded by `keyed_program` (the key joined first, the carrier's sums read at it, then each element's
+    added) equals the combine of the carrier with the chunk's fold, carriers with no terms (-inf) included."""
+    m = MONOIDS["online"]
+    types = [f32] * 3
+    rng = np.random.default_rng(len(before) * 10 + len(chunk))
+
+    def elements(xs):
+        x = np.array(xs, dtype=np.float32)
+        return x, np.ones_like(x), rng.standard_normal(len(x)).astype(np.float32)
+
+    carrier = m.reduce(elements(before), 0, types)
+    elems = elements(chunk)
+    expected = m.combine(carrier, m.reduce(elems, 0, types), types)
+    join, steps, outputs = m.keyed_program(3)
+
+    def at(components, k):
+        env = {f"a{i}": np.float32(c) for i, c in enumerate(components)} | {"k": k}
+        with np.errstate(all="ignore"):
+            for s in steps:
+                env[s.result] = SCALAR_OPS[s.op].numpy(*(env[a] if isinstance(a, str) else a for a in s.args))
+        return [env[o] for o in outputs]
+
+    k = carrier[0]
+    for x in elems[0]:
+        k = SCALAR_OPS[join].numpy(k, x)
+    sums = at(carrier, k)
+    for e in zip(*elems):
+        sums = [s + t for s, t in zip(sums, at(e, k))]
+    for got, want in zip([k, *sums], expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert MONOIDS["add"].keyed_program(1) is None
 
 
 def test_online_carrier_means_max_and_rescaled_sum():

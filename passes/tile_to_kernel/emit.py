@@ -41,9 +41,16 @@ def combine_values(kb: KernelBuilder, monoid, a: list[Value], b: list[Value]) ->
     """The monoid's combine program on two carriers (kernel values; register tiles broadcast)."""
     steps, outputs = monoid.combine_program(len(a))
     env = {f"a{i}": v for i, v in enumerate(a)} | {f"b{i}": v for i, v in enumerate(b)}
+    return run_steps(kb, steps, outputs, env, element_type(a[0].type))
+
+
+def run_steps(kb: KernelBuilder, steps, outputs, env: dict, dtype) -> list[Value]:
+    """A monoid program's steps (no `fold:` steps) on kernel values `env`; a constant takes the type of its step's
+    other (non-bool) operands, `dtype` where there are none."""
+    env = dict(env)
     for st in steps:
         named = [env[x] for x in st.args if isinstance(x, str)]
-        typed = next((element_type(v.type) for v in named if element_type(v.type) != boolean), element_type(a[0].type))
+        typed = next((element_type(v.type) for v in named if element_type(v.type) != boolean), dtype)
         args = [env[x] if isinstance(x, str) else kb.const(float(x), typed) for x in st.args]
         env[st.result] = kb.scalar(st.op, *args)
     return [env[o] for o in outputs]

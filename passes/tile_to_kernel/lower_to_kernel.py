@@ -45,7 +45,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, masked, memory, partials, tensor_cores
+from . import combines, keyed, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -62,6 +62,7 @@ class LowerToKernel(Pass):
     input_level = "tile"
     output_level = "kernel"
     skip_masked: bool = option(True, help="skip a reduction's trips a mask makes the identity (masked.py)")
+    keyed_chunks: bool = option(True, help="fold a chunk of a keyed carrier's elements key first (keyed.py)")
 
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         for k in _tile_kernels(op):
@@ -73,7 +74,7 @@ class LowerToKernel(Pass):
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
             partials.split_kernels(func)
-            _materialize_function(func, op, self.skip_masked)
+            _materialize_function(func, op, self.skip_masked, self.keyed_chunks)
 
 
 def _tile_kernels(module: Operation) -> list[T.KernelOp]:
@@ -102,7 +103,7 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
     return None
 
 
-def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True) -> None:
+def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True, keyed_chunks: bool = True) -> None:
     for op in list(func.body.ops):
         hints = [r.name_hint for r in op.results]
         if isinstance(op, T.ParamOp):
@@ -111,7 +112,7 @@ def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = T
             new = K.AllocOp((), [op.result.type], {}, loc=op.loc, result_hints=hints)
         elif isinstance(op, T.KernelOp):
             params = memory.params(op)
-            mat = Materializer(op, params, skip_masked)
+            mat = Materializer(op, params, skip_masked, keyed_chunks)
             module.body.insert_before(func, mat.build())
             for k, buf in enumerate(mat.zeroed):
                 name = f"{op.sym_name}_zero{k}"
@@ -147,9 +148,10 @@ class Materializer:
     lane 0); `lanes` is the stack of lane dimensions around the op being materialized (the register-tile
     dimensions, outermost first); `trip` the work item each enclosing loop is on."""
 
-    def __init__(self, tk: T.KernelOp, params: list[tuple[Value, object]], skip_masked: bool = True):
+    def __init__(self, tk: T.KernelOp, params, skip_masked: bool = True, keyed_chunks: bool = True):
         self.tk = tk
         self.skip_masked = skip_masked
+        self.keyed_chunks = keyed_chunks
         attrs = {k: v for k, v in tk.attributes.items() if k not in ("sym_name", "grid", "block", "tune")}
         if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
@@ -394,6 +396,9 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         for _, init, results in op.carriers
         for x, r in zip(init, results)
     ]
+    if m.keyed_chunks and not frag and keyed.applies(m, op):
+        keyed.fold_chunk(m, op, inits)
+        return
     chunk = _chunk(op)
     trips = masked.trips(m, op) if m.skip_masked else None
     with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):

@@ -27,6 +27,16 @@ _IDENTITY = {"online": float("-inf"), "add": 0.0}
 def trips(m, op: T.ReduceOp) -> Value | None:
     """The number of trips of `op` this block makes (a kernel index: its work items, or 0 where the mask covers
     every element), or None where no mask bounds it. Only for a reduction no thread axis deals, holding no stage."""
+    skip = skipped(m, op)
+    if skip is None:
+        return None
+    kb = m.kb
+    return kb.scalar("select", skip, kb.const(0, index), kb.const(op.work_items, index))
+
+
+def skipped(m, op: T.ReduceOp) -> Value | None:
+    """A kernel bool, true where the mask covers every element of `op` for this block (None where no mask bounds
+    it); `trips`' conditions."""
     if op.bind or op.vector > 1 or any(isinstance(x, T.StageOp) for x in op.walk()):
         return None
     skip = None
@@ -42,10 +52,7 @@ def trips(m, op: T.ReduceOp) -> Value | None:
             return None
         always = truth[0] if identity_when else truth[1]  # the mask picks the identity for every element
         skip = always if skip is None else m.kb.scalar("and", skip, always)
-    if skip is None:
-        return None
-    kb = m.kb
-    return kb.scalar("select", skip, kb.const(0, index), kb.const(op.work_items, index))
+    return skip
 
 
 def _mask(v: Value, monoid: str) -> tuple[Value, bool] | None:
