@@ -15,6 +15,7 @@ from irforge.dialects.loop import KernelOp as LoopKernel
 
 from irforge.interpreter import interpret
 from irforge.pass_manager import run_pipeline
+from irforge.printer import print_module
 from irforge.registry import registry
 from irforge.testing import compare_outputs, output_types
 from irforge.types import bf16
@@ -115,6 +116,26 @@ def test_prefill_schedule_tiles_rows_over_threads_with_the_head_dimension_in_reg
     assert stages["k"].ring > 1 and stages["v"].ring > 1 and stages["q"].ring == 1
     assert not any(isinstance(a, T.ReduceOp) for a in stages["q"].ancestors())
     assert isinstance(stages["k"].parent_op, T.ReduceOp) and stages["k"].box[-2] > 1  # a chunk of keys per trip
+
+
+@pytest.mark.parametrize(
+    ("kv_heads", "group", "queries", "e", "rows"),
+    [
+        # QW s512: 28 heads x 8 blocks of 64 rows = 224 blocks, 1.7 a multiprocessor; halved to 448, then 896 blocks
+        # of 16 rows x 4 lanes (64 threads): 6.8 a multiprocessor
+        (4, 7, 512, 128, 16),
+        # TL s512: 32 heads x 8 = 256 blocks; 32 rows x 2 lanes: 512 blocks, 3.9 a multiprocessor (over 3.5)
+        (4, 8, 512, 64, 32),
+        # QW s128: 16 rows fill the multiprocessors (224 blocks); 8 rows would leave 32 threads, under 64
+        (4, 7, 128, 128, 16),
+    ],
+)
+def test_causal_prefill_blocks_even_out_over_the_multiprocessors(kv_heads, group, queries, e, rows):
+    """Prefill attention halves its row blocks, while they keep 64 threads, until there are 3.5 blocks a
+    multiprocessor (causal blocks' costs differ: with one or two a multiprocessor the busiest sets the time); the
+    block counts are worked out by hand for an H100's 132 multiprocessors."""
+    k = _tile(batch=1, kv_heads=kv_heads, group=group, queries=queries, keys=queries, e=e, ev=e, mask="causal")
+    assert k.axis_size("threadIdx.y") == rows, print_module(k)
 
 
 def _usage(m):

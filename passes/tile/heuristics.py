@@ -38,6 +38,14 @@ THREAD_OUTPUTS = 64
 # Attention (a contraction whose A factor, the scores, a reduction computes in the element): a thread takes whole
 # rows of the output (all of the head dimension), a block this many threads sharing each staged key/value chunk.
 SCORE_THREADS = 64
+# Prefill attention (SCORE_THREADS query rows a head or more) whose rows' lanes share the scores keeps halving its
+# row blocks, while they keep ATTENTION_MIN_BLOCK_THREADS threads, until there are ATTENTION_BLOCKS_PER_SM blocks a
+# multiprocessor: causal blocks' costs differ (late rows walk more keys, early ones skip most chunks), and with one
+# or two blocks a multiprocessor the busiest one sets the time. Attention A/B at 8dd34f8
+# (bench/results/attention_ab-h100-2026-11-26b): QW s512 in blocks of 16 rows instead of 64, 287 -> 201 us; TL
+# s512 in blocks of 32, 102 -> 81 us (16 rows: 89 us).
+ATTENTION_BLOCKS_PER_SM = 3.5
+ATTENTION_MIN_BLOCK_THREADS = 64
 # ... unless the O row would not fit a thread's registers next to its Q row (head dimension 128 in f32: 128 + 128
 # values spilled). Then `row_lanes` threads along x share each row: each holds ROW_LANE_OUTPUTS columns of O at most
 # and the same slice of the scores' reduction, the slices' sums meeting in a shuffle within the row's lanes.
@@ -220,12 +228,22 @@ class Heuristic:
     def attention_tile(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int, lanes: int) -> tuple[int, int]:
         """(rows, threads) of a block of an attention-shaped contraction whose rows `lanes` threads share: up to
         SCORE_THREADS rows dividing M, halved while the blocks would leave multiprocessors idle and a warp of
-        threads is left (more blocks, each streaming its K/V chunks, rather than idle multiprocessors)."""
+        threads is left (more blocks, each streaming its K/V chunks, rather than idle multiprocessors); at prefill
+        (SCORE_THREADS rows or more), also while there are fewer than ATTENTION_BLOCKS_PER_SM blocks a
+        multiprocessor and ATTENTION_MIN_BLOCK_THREADS threads are left (causal blocks' uneven costs even out)."""
         m = band.extents[m_dim]
         others = math.prod(band.extents) // (m * band.extents[n_dim])
         bm = max(x for x in range(1, min(m, SCORE_THREADS) + 1) if m % x == 0)
-        warp = target().warp_size
-        while others * (m // bm) < target().sm_count and bm % 2 == 0 and (bm // 2) * lanes >= warp:
+        sms, warp = target().sm_count, target().warp_size
+
+        def halve() -> bool:
+            blocks, threads = others * (m // bm), (bm // 2) * lanes
+            if blocks < sms and threads >= warp:
+                return True
+            balance = m >= SCORE_THREADS and blocks < ATTENTION_BLOCKS_PER_SM * sms
+            return balance and threads >= ATTENTION_MIN_BLOCK_THREADS
+
+        while bm % 2 == 0 and halve():
             bm //= 2
         return bm, bm * lanes
 
