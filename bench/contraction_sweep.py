@@ -45,6 +45,8 @@ SHAPES = {
     "QW.gate.s32": (32, 18944, 3584, False, False),
     "QW.down.s32": (32, 3584, 18944, False, False),
     "QW.kv.s32": (32, 512, 3584, False, False),
+    "QW.q.s128": (128, 3584, 3584, False, False),
+    "QW.kv.s512": (512, 512, 3584, False, False),
     "TL.down.s512.add": (512, 2048, 5632, False, True),
     "TL.down.s128.add": (128, 2048, 5632, False, True),
     "QW.down.s128.add": (128, 3584, 18944, False, True),
