@@ -46,6 +46,8 @@ SHAPES = {
     "QW.down.s32": (32, 3584, 18944, False, False),
     "QW.kv.s32": (32, 512, 3584, False, False),
     "QW.q.s128": (128, 3584, 3584, False, False),
+    # a decode step of a few sequences (TinyLlama's qkv projection, nn.Linear's weight)
+    **{f"L5.b{b}": (b, 2560, 2048, True, False) for b in (2, 4, 8)},
     "QW.kv.s512": (512, 512, 3584, False, False),
     "TL.down.s512.add": (512, 2048, 5632, False, True),
     "TL.down.s128.add": (128, 2048, 5632, False, True),
@@ -137,6 +139,9 @@ VARIANTS = {
     "128x128.t256": variant(bm=128, bn=128, threads=256, tm=8, tn=8, splits=1),
     "128x128.t256.bk16": variant(bm=128, bn=128, threads=256, tm=8, tn=8, bk=16, splits=1),
     "128x64.t128": variant(bm=128, bn=64, threads=128, tm=8, tn=8, splits=1),
+    # the schedule rows under 8 took before they took all rows a block: 1 (or 8) rows x 128 of 8 x 8 tiles
+    "rows1.t2": variant(bm=1, bn=128, threads=2),
+    "rows8.t16": variant(bm=8, bn=128, threads=16),
     "64x64.t64": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=1),
     "64x64.t64.split4": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4),
     "64x64.t64.split4.bk16": variant(bm=64, bn=64, threads=64, tm=8, tn=8, splits=4, bk=16),

@@ -62,3 +62,16 @@ def test_a_tile_narrowed_to_fill_keeps_the_answer_and_compiles_without_spills():
     run_pipeline(lowered, "tile-to-kernel")
     assert_close(expected, interpret(lowered, seed=3), lowered, "8 x 128 tiles of 256 threads, split 4")
     _assert_no_spills(_compiled(module))
+
+
+@pytest.mark.parametrize("m", [1, 3, 4, 7, 8])
+def test_eight_rows_or_fewer_take_one_block_of_several_warps(m):
+    """m <= 8 rows (a decode step of a few sequences) over 128 columns, K = 256: a block takes all m rows x 128
+    columns, 4 outputs a thread (m x 32 threads), where 8 x 8 register tiles made blocks of 16 threads (8 rows) or 2
+    (fewer); the kernel simulator gives the loop interpreter's answer."""
+    module, tile, threads, _ = _schedule(m, 128, 256)
+    assert (tile, threads) == (((m, 128) if m > 1 else (128,)), m * 32)  # a unit row dimension is no loop
+    expected = interpret(parse_module(contraction(m, 128, 256)), seed=4)
+    lowered = parse_module(print_module(module))
+    run_pipeline(lowered, "tile-to-kernel")
+    assert_close(expected, interpret(lowered, seed=4), lowered, f"{m} x 128 tiles of {m * 32} threads")

@@ -179,7 +179,13 @@ class Heuristic:
             return self._wgmma_tile(kernel, band, m, n)
         if family is not None:
             return self._mma_tile(kernel, band, m, n)
-        bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=1)
+        bm = max((x for x in (64, 32, 16, 8) if m % x == 0), default=m if m < 8 else 1)
+        if bm <= 8 and bm == min(m, 8):
+            # Eight rows or fewer (a decode step of a few sequences): a block takes them all, so each weight element
+            # it stages serves every row, and FILL_THREAD_OUTPUTS outputs a thread keep it at several warps (8 x 8
+            # register tiles made blocks of 16 threads, and of 2 for fewer than 8 rows).
+            bn = _simt_columns(bm, n)
+            return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // FILL_THREAD_OUTPUTS))
         bn = _simt_columns(bm, n)
         deepest = max(_splits_of(self._k_trips(kernel, band)))
         others = math.prod(band.extents) // (m * n)
