@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from irforge import index_expr as ix
 from irforge.ir import BlockArgument, OpResult, Value
 
-from ..loop.indexing import ValueDim, multiple_of
+from ..loop.indexing import LoadValueOp, StoreValueOp, ValueDim, leaves, multiple_of
 from . import CombineOp, IndexOp, LoadOp, LoopOp, StageOp, StoreOp, linear_terms
 
 
@@ -69,14 +69,6 @@ def flat_offset(op) -> ix.IndexExpr:
     return out
 
 
-def _leaves(e: ix.IndexExpr):
-    kids = e.children()
-    if not kids:
-        yield e
-    for k in kids:
-        yield from _leaves(k)
-
-
 def why_not(loop: LoopOp, widths=None) -> str | None:
     """Why `loop` cannot take work items of `widths` (one per dimension, or an int for the innermost; default: its
     own), None when it can."""
@@ -93,22 +85,30 @@ def why_not(loop: LoopOp, widths=None) -> str | None:
     if not ivs:
         return None
     lanes = depends(loop, ivs)
-    along = {iv: depends(loop, [iv]) for iv in ivs}
-    for op in loop.walk():
-        if op is loop:
+    ops = [op for op in loop.walk() if op is not loop]
+    if any(isinstance(op, StageOp) and any(v in lanes for v in op.indices) for op in ops):
+        return "a stage's box moves with the vector lanes (a box is one for the whole block)"
+    return why_not_follow(ops, ivs, {iv: depends(loop, [iv]) for iv in ivs}, "the index")
+
+
+def why_not_follow(ops, ivs: list[Value], along: dict[Value, set[Value]], what: str) -> str | None:
+    """Why the loads and stores among `ops` (of the loop or the tile level) would not follow the lanes of the
+    indices `ivs` (`what`, in the message), None when they do: each subscript linear in them, none computed from
+    values that vary with them (`along[iv]`: the values that vary with `iv`), and no store of values that vary with
+    one at an address that does not."""
+    varying = set().union(*along.values())
+    for op in ops:
+        if not isinstance(op, (LoadValueOp, StoreValueOp)):
             continue
-        if isinstance(op, StageOp) and any(v in lanes for v in op.indices):
-            return "a stage's box moves with the vector lanes (a box is one for the whole block)"
-        if isinstance(op, (LoadOp, StoreOp)):
-            offset = flat_offset(op)
-            if any(isinstance(x, ValueDim) and x.value in lanes and x.value not in ivs for x in _leaves(offset)):
-                return f"'{op.name}' has a subscript computed from values that vary with the index (a gather)"
-            for iv in ivs:
-                c = coefficient(offset, iv)
-                if c is None:
-                    return f"'{op.name}' has a subscript that is not linear in the index"
-                if isinstance(op, StoreOp) and c == 0 and op.value in along[iv]:
-                    return "a store of lane values has subscripts that do not vary with the index"
+        offset = flat_offset(op)
+        if any(isinstance(x, ValueDim) and x.value in varying and x.value not in ivs for x in leaves(offset)):
+            return f"'{op.name}' has a subscript computed from values that vary with {what} (a gather)"
+        for iv in ivs:
+            c = coefficient(offset, iv)
+            if c is None:
+                return f"'{op.name}' has a subscript that is not linear in {what}"
+            if isinstance(op, StoreValueOp) and c == 0 and op.value in along[iv]:
+                return f"a store of values that vary with {what} has subscripts that do not"
     return None
 
 

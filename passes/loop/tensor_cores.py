@@ -19,11 +19,11 @@ import math
 from dataclasses import dataclass
 
 from irforge.dialects.loop import ForOp, ReduceOp
-from irforge.dialects.loop.indexing import LoadValueOp, LoopBase, StoreValueOp, ValueDim, enclosing_loops, leaves
+from irforge.dialects.loop.indexing import LoadValueOp, LoopBase, ValueDim, enclosing_loops, leaves
 from irforge.dialects.loop.transforms import captured_values
 from irforge.dialects.scalar import CastOp, ScalarMathOp
 from irforge.dialects.tile.fragments import HALF, products_of
-from irforge.dialects.tile.vectors import coefficient, flat_offset
+from irforge.dialects.tile.vectors import why_not_follow
 from irforge.passes.tile.heuristics import TENSOR_MIN_ROWS
 
 from irforge.ir import Operation, Value
@@ -138,21 +138,7 @@ def _why_not_lanes(nest: ForOp, lanes: list[Value]) -> str | None:
     """Why the accesses in the loop nest around a contraction would not follow its accumulator's lanes (the output
     indices `lanes`): each subscript linear in them, none computed from values that vary with them, and no store
     of values varying with a lane at an address that does not."""
-    along = {iv: _varying(nest, iv) for iv in lanes}
-    varying = set().union(*along.values())
-    for op in nest.walk():
-        if not isinstance(op, (LoadValueOp, StoreValueOp)):
-            continue
-        offset = flat_offset(op)
-        if any(isinstance(x, ValueDim) and x.value in varying and x.value not in lanes for x in leaves(offset)):
-            return f"'{op.name}' has a subscript computed from values that vary with the output indices (a gather)"
-        for iv in lanes:
-            c = coefficient(offset, iv)
-            if c is None:
-                return f"'{op.name}' has a subscript that is not linear in the output indices"
-            if isinstance(op, StoreValueOp) and c == 0 and op.value in along[iv]:
-                return "a store of values that vary with an output index has subscripts that do not"
-    return None
+    return why_not_follow(list(nest.walk()), lanes, {iv: _varying(nest, iv) for iv in lanes}, "the output indices")
 
 
 def _varying(nest: ForOp, iv: Value) -> set[Value]:
