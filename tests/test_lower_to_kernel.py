@@ -238,6 +238,34 @@ def test_kernels_read_then_write_their_buffers():
     assert not [op for op in m.walk() if isinstance(op, T.KernelOp)]
 
 
+def _split_row_sum(rows: int, splits: int, via: str, tail: str, out: str, grid_y: int = 0, residual: bool = False):
+    """A row sum over 64 columns split over `splits` blocks along y (a grid `grid_y` wide there, default `splits`),
+    combined `via` partials or atomics into %t0, then `tail` (the epilogue) and the store of `out`; `residual`
+    passes a buffer %res[rows] read by the epilogue."""
+    params = f"%x: f32[{rows},64]" + (f", %res: f32[{rows}]" if residual else "")
+    load = "\n      %rv = tile.load %res[%a]" if residual else ""
+    return parse_module(f"""func.func @forward({params}) -> f32[{rows}] {{
+  %y = tile.buffer f32[{rows}]
+  tile.kernel @k grid({rows}, {grid_y or splits}) block(32) {{
+    tile.for %a in 0..{rows} by blockIdx.x {{
+      %p = tile.reduce %s in 0..{splits} by blockIdx.y add(0.0) -> f32 {{
+        %q = tile.reduce %r in 0..{64 // splits} by threadIdx.x add(0.0) -> f32 {{
+          %v = tile.load %x[%a, %s * {64 // splits} + %r]
+          tile.yield %v
+        }}
+        %c = tile.combine add(%q) over threadIdx.x : f32
+        tile.yield %c
+      }}
+      %t0 = tile.combine add(%p) over blockIdx.y via {via} : f32{load}
+      {tail}
+      tile.store %y[%a] = {out}
+    }}
+  }}
+  func.return %y
+}}
+""")
+
+
 # ---- reductions split across blocks -------------------------------------------------------------------------------
 @pytest.mark.parametrize("via", ["partials", "atomics"])
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -249,28 +277,7 @@ def test_split_reductions_materialize_via_partials_or_atomics(via, shape, epilog
     rows, splits, widen = shape
     tail = {"": "", "relu": "%z = scalar.const 0.0 : f32\n      %t = scalar.maximum %t0, %z : f32",
             "exp": "%t = scalar.exp %t0 : f32"}[epilogue]  # fmt: skip
-    out = "%t" if epilogue else "%t0"
-    text = f"""func.func @forward(%x: f32[{rows},64]) -> f32[{rows}] {{
-  %y = tile.buffer f32[{rows}]
-  tile.kernel @k grid({rows}, {splits * widen}) block(32) {{
-    tile.for %a in 0..{rows} by blockIdx.x {{
-      %p = tile.reduce %s in 0..{splits} by blockIdx.y add(0.0) -> f32 {{
-        %q = tile.reduce %r in 0..{64 // splits} by threadIdx.x add(0.0) -> f32 {{
-          %v = tile.load %x[%a, %s * {64 // splits} + %r]
-          tile.yield %v
-        }}
-        %c = tile.combine add(%q) over threadIdx.x : f32
-        tile.yield %c
-      }}
-      %t0 = tile.combine add(%p) over blockIdx.y via {via} : f32
-      {tail}
-      tile.store %y[%a] = {out}
-    }}
-  }}
-  func.return %y
-}}
-""".replace("{out}", out)
-    m = parse_module(text)
+    m = _split_row_sum(rows, splits, via, tail, "%t" if epilogue else "%t0", grid_y=splits * widen)
     expected = interpret(m, seed=3)
     if via == "atomics" and epilogue:
         with pytest.raises(IRForgeError, match="not an affine function"):
@@ -292,28 +299,7 @@ def test_atomic_shares_add_the_constant_part_once_in_the_first_block(shape, epil
     tail = {"add": "%t = scalar.add %t0, %rv : f32", "sub": "%t = scalar.sub %rv, %t0 : f32",
             "scaled": "%two = scalar.const 2.0 : f32\n      %t1 = scalar.mul %t0, %two : f32\n"
                       "      %t = scalar.add %t1, %rv : f32"}[epilogue]  # fmt: skip
-    text = f"""func.func @forward(%x: f32[{rows},64], %res: f32[{rows}]) -> f32[{rows}] {{
-  %y = tile.buffer f32[{rows}]
-  tile.kernel @k grid({rows}, {splits}) block(32) {{
-    tile.for %a in 0..{rows} by blockIdx.x {{
-      %p = tile.reduce %s in 0..{splits} by blockIdx.y add(0.0) -> f32 {{
-        %q = tile.reduce %r in 0..{64 // splits} by threadIdx.x add(0.0) -> f32 {{
-          %v = tile.load %x[%a, %s * {64 // splits} + %r]
-          tile.yield %v
-        }}
-        %c = tile.combine add(%q) over threadIdx.x : f32
-        tile.yield %c
-      }}
-      %t0 = tile.combine add(%p) over blockIdx.y via atomics : f32
-      %rv = tile.load %res[%a]
-      {tail}
-      tile.store %y[%a] = %t
-    }}
-  }}
-  func.return %y
-}}
-"""
-    m = parse_module(text)
+    m = _split_row_sum(rows, splits, "atomics", tail, "%t", residual=True)
     expected = interpret(m, seed=3)
     run_pipeline(m, "tile-to-kernel")
     (k,) = [op for op in m.walk() if isinstance(op, K.KernelFuncOp) and op.attributes["sym_name"] == "k"]
