@@ -196,8 +196,12 @@ def test_grid_strided_band_and_partial_last_trip():
 }
 """
     m = _lowered(text)
+    # 30 points over 8 threads: every thread counts the 4 trips the first 6 make, unrolled, each guarded
     (loop,) = [op for op in m.walk() if isinstance(op, K.ForOp)]
-    assert loop.attributes["step"] == 8
+    assert (loop.attributes["upper"].results[0].value, loop.attributes["step"], loop.attributes["unroll"]) == (4, 1, 0)
+    (guard,) = [op for op in loop.walk() if isinstance(op, K.IfOp)]
+    bound = guard.operands[0].owner
+    assert bound.name == "kernel.lt" and bound.operands[1].owner.attributes["value"] == 30
 
 
 def test_unmaterializable_combines_are_refused_at_the_op():
