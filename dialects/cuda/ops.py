@@ -38,12 +38,14 @@ def source_block_ok(source: str) -> bool:
 
 class CudaKernelOp(Operation):
     """One kernel's CUDA C++ translation unit, its entry point (the symbol), parameter types in argument order and
-    launch configuration (grid, block, dynamic shared-memory bytes)."""
+    launch configuration (grid, block, dynamic shared-memory bytes). `dependent_launch`: launched as a programmatic
+    dependent of the launch before it (the source waits for it with `griddepcontrol.wait`)."""
 
     name = "cuda.kernel"
     operand_names = ()
     result_names = ()
     attribute_types = {"sym_name": str, "params": tuple, "grid": tuple, "block": tuple, "smem": int, "source": str}
+    optional_attributes = {"dependent_launch": bool}
     num_regions = 0
     traits = frozenset({"symbol"})
 

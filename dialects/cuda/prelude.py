@@ -221,6 +221,13 @@ IRF_DEV void irf_mbarrier_wait(unsigned long long* bar, unsigned parity) {
 }
 IRF_DEV void irf_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// ---- programmatic dependent launch (sm_90) ----
+IRF_DEV void irf_griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+IRF_DEV void irf_griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+IRF_DEV void irf_prefetch_l2(const void* p, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
 // ---- TMA: a tensor map is 128 opaque bytes, passed by value as a __grid_constant__ parameter ----
 struct __align__(64) irf_tensormap { unsigned long long opaque[16]; };
 

@@ -25,6 +25,7 @@ from irforge.location import UNKNOWN, Location
 from irforge.scalar_ops import MONOIDS
 from irforge.types import TensorType, boolean, index
 
+from . import dependent_launch as DL
 from . import ops as K
 from . import warpgroup as WG
 from .ops import Val, bind_values
@@ -270,6 +271,16 @@ class KernelBuilder:
 
     def wgmma_wait(self, pending: int) -> Operation:
         return self._add(WG.WgmmaWaitOp((), (), {"pending": pending}))
+
+    # ---- programmatic dependent launch ------------------------------------------------------------------------
+    def griddepcontrol_wait(self) -> Operation:
+        return self._add(DL.GridDepWaitOp((), ()))
+
+    def griddepcontrol_launch_dependents(self) -> Operation:
+        return self._add(DL.GridDepLaunchDependentsOp((), ()))
+
+    def prefetch_l2(self, mem: Value, i, nbytes) -> Operation:
+        return self._indexed(DL.PrefetchL2Op, [mem], {"index": [i], "bytes": [nbytes]})
 
 
 __all__ = ["KernelBuilder", "Val"]

@@ -31,6 +31,7 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, 
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
+from . import dependent_launch as DL
 from . import fragments
 from . import ops as K
 from . import warpgroup as WG
@@ -176,6 +177,7 @@ class Warp:
         self.full = np.ones(len(lanes), dtype=bool)
         self.waiting = None  # None, ("barrier", op) or ("mbarrier", op, bar_state, parity)
         self.done = False
+        self.griddep_waited = False  # past its kernel.griddepcontrol_wait
         self.open_group: list = []  # cp.async copies not yet committed
         self.groups: list = []  # committed cp.async groups, oldest first
         # wgmma: accumulators in flight {result value: its lanes' values once ready}, the wgmmas issued since the
@@ -198,6 +200,8 @@ class BlockSim:
         self.nthreads = self.bdim[0] * self.bdim[1] * self.bdim[2]
         self.block_linear = block_idx[0] + self.grid[0] * (block_idx[1] + self.grid[1] * block_idx[2])
         self.epoch = 0
+        # a programmatic dependent launch: may run while the launch before it does, until each thread's wait
+        self.dependent = any(isinstance(op, DL.GridDepWaitOp) for op in kernel.body.ops)
         self.args = dict(zip(kernel.body.args, args))
         self.shared: dict = {}
         for op in kernel.body.ops:
@@ -643,6 +647,7 @@ def _read(sim, op, mem, addrs, mask, w) -> np.ndarray:
     a = addrs[mask].reshape(-1)
     tids = _threads(w, mask, n)
     if isinstance(mem, GlobalBuffer):
+        _check_before_wait(sim, op, mem, a, w, "reads")
         _check_global_read(sim, op, mem, a, tids, w)
     else:
         _check_shared_read(sim, op, mem, a, tids, w)
@@ -657,6 +662,7 @@ def _write(sim, op, mem, addrs, vals, mask, w) -> None:
     tids = _threads(w, mask, n)
     v = np.asarray(vals)[mask].reshape(-1)
     if isinstance(mem, GlobalBuffer):
+        _check_before_wait(sim, op, mem, a, w, "writes")
         _check_global_write(sim, op, mem, a, tids, w)
         mem.w_launch[a] = sim.launch_id
         mem.w_thread[a] = _global_tid(sim, tids)
@@ -767,6 +773,20 @@ def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
             threads.add(int(p))
         mem.r_thread[addr] = next(iter(threads)) if len(threads) == 1 and _MANY not in threads else _MANY
         mem.r_epoch[addr] = e
+
+
+def _check_before_wait(sim, op, mem: GlobalBuffer, a, w, what: str) -> None:
+    """A dependent launch touches what the launch before it writes only after its kernel.griddepcontrol_wait."""
+    if not sim.dependent or w.griddep_waited:
+        return
+    early = mem.w_launch[a] == sim.launch_id - 1
+    if early.any():
+        raise sim._error(
+            op,
+            f"{what} element {int(a[int(np.argmax(early))])} of {mem.name} before kernel.griddepcontrol_wait, but the"
+            " launch before this one writes it and may still be running",
+            w,
+        )
 
 
 def _check_global_write(sim, op, mem: GlobalBuffer, a, tids, w) -> None:
@@ -942,6 +962,25 @@ def _barrier(sim, op, values, mask, w, env):
     if not mask.all():
         raise sim._error(op, "barrier reached by only part of the warp (a barrier in divergent control flow)", w)
     yield ("barrier", op)
+
+
+def _griddep_wait(sim, op, values, mask, w, env):
+    w.griddep_waited = True
+
+
+def _prefetch_l2(sim, op, values, mask, w, env):
+    """Only checked: a prefetch changes no value, but the hardware takes aligned ranges inside the buffer."""
+    mem = values[op.mem]
+    (start,), (nbytes,) = (sim._index(op, g, values, mask, w) for g in ("index", "bytes"))
+    size = mem.dtype.bytes
+    for lane in np.flatnonzero(mask):
+        b0, n = int(start[lane]) * size, int(nbytes[lane])
+        if n <= 0 or n % 16 or b0 % 16:
+            why = f"{n} bytes from byte {b0}: the start 16-byte aligned, the size a positive multiple of 16"
+            raise sim._error(op, f"prefetches {why}", w, int(lane))
+        if b0 < 0 or b0 + n > mem.numel * size:
+            why = f"bytes {b0} .. {b0 + n} of {mem.name}, outside its {mem.numel * size}"
+            raise sim._error(op, f"prefetches {why}", w, int(lane))
 
 
 def _cp_async(sim, op, values, mask, w, env):
@@ -1253,6 +1292,9 @@ _SIMPLE = {
     K.StoreOp: _store,
     K.AtomicOp: _atomic,
     K.FenceProxyAsyncOp: _noop,
+    DL.GridDepWaitOp: _griddep_wait,
+    DL.GridDepLaunchDependentsOp: _noop,
+    DL.PrefetchL2Op: _prefetch_l2,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
     K.LdmatrixOp: _ldmatrix,

@@ -275,6 +275,18 @@ class KernelSyntax:
     def kernel_wgmma_wait(self, c):
         return OpAST("kernel.wgmma_wait", attrs={"pending": int(c[0])}, result_types=[])
 
+    # ---- programmatic dependent launch --------------------------------------------------------------------------
+    def kernel_griddep_wait(self, c):
+        return OpAST("kernel.griddepcontrol_wait", result_types=[])
+
+    def kernel_griddep_launch(self, c):
+        return OpAST("kernel.griddepcontrol_launch_dependents", result_types=[])
+
+    def kernel_prefetch_l2(self, c):
+        mem, i, n = c
+        (mi, mn), refs = _bind([[i], [n]], mem.loc)
+        return OpAST("kernel.prefetch_l2", operands=[mem, *refs], attrs={"index": mi, "bytes": mn}, result_types=[])
+
 
 def _frag_options(stride, transpose) -> dict:
     out = {}

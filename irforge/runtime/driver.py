@@ -145,7 +145,7 @@ def synchronize() -> None:
 class Function:
     """A kernel entry point of a loaded module, ready to launch with a fixed configuration."""
 
-    def __init__(self, module: Module, name: str, grid, block, smem: int):
+    def __init__(self, module: Module, name: str, grid, block, smem: int, dependent: bool = False):
         cu = _cu()
         self.module = module
         self.name = name
@@ -155,6 +155,7 @@ class Function:
         self.handle = check(cu.cuModuleGetFunction(module.handle, name.encode()), f"cuModuleGetFunction({name})")
         self._cu_launch = cu.cuLaunchKernel
         self._success = cu.CUresult.CUDA_SUCCESS
+        self._config = self._dependent_config() if dependent else None
         static = self.attribute("SHARED_SIZE_BYTES") if smem else 0
         if smem + static > target().smem_static:  # above it (static and dynamic together) a launch must opt in
             limit = device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
@@ -183,10 +184,29 @@ class Function:
             "static_smem": self.attribute("SHARED_SIZE_BYTES"),
         }
 
+    def _dependent_config(self):
+        """A launch configuration that lets this kernel start before the launch ahead of it in the stream ends
+        (programmatic stream serialization: the kernel waits for it with `griddepcontrol.wait`)."""
+        cu = _cu()
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = self.grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = self.block
+        config.sharedMemBytes = self.smem
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
+
     def launch(self, args: PackedArgs, stream=None) -> None:
         # The hot path of every call: no work beyond the driver call and its status check.
         stream = current_stream() if stream is None else stream
-        (err,) = self._cu_launch(self.handle, *self.grid, *self.block, self.smem, stream, args.address, 0)
+        if self._config is None:
+            (err,) = self._cu_launch(self.handle, *self.grid, *self.block, self.smem, stream, args.address, 0)
+        else:
+            self._config.hStream = stream
+            (err,) = _cu().cuLaunchKernelEx(self._config, self.handle, args.address, 0)
         if err != self._success:
             raise CudaError(
                 f"cuLaunchKernel({self.name}, grid={self.grid}, block={self.block}, smem={self.smem}) failed:"
@@ -203,8 +223,8 @@ class Module:
         self.image = image
         self.handle = check(_cu().cuModuleLoadData(image), f"cuModuleLoadData({name})")
 
-    def function(self, name: str, grid=(1, 1, 1), block=(1, 1, 1), smem: int = 0) -> Function:
-        return Function(self, name, grid, block, smem)
+    def function(self, name: str, grid=(1, 1, 1), block=(1, 1, 1), smem: int = 0, dependent: bool = False) -> Function:
+        return Function(self, name, grid, block, smem, dependent)
 
 
 # ---- arguments -------------------------------------------------------------------------------------------------

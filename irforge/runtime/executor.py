@@ -130,8 +130,9 @@ class Executor:
         fn = self.functions.get(name)
         if fn is None:
             cubin = compile_cuda(k.attributes["source"], name, arch=arch)
+            a = k.attributes
             fn = driver.Module(cubin.image, name).function(
-                name, k.attributes["grid"], k.attributes["block"], k.attributes["smem"]
+                name, a["grid"], a["block"], a["smem"], a.get("dependent_launch", False)
             )
             self.functions[name] = fn
         slots = [(v, t if isinstance(t, TensorMapType) else None) for v, t in zip(op.args, k.attributes["params"])]

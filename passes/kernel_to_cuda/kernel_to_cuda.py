@@ -15,6 +15,7 @@ import re
 import numpy as np
 from irforge.dialects.cuda import ops as C
 from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
+from irforge.dialects.kernel import dependent_launch as DL
 from irforge.dialects.kernel import fragments
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.types import (
@@ -120,7 +121,14 @@ def emit_kernel(kernel: K.KernelFuncOp) -> C.CudaKernelOp:
         "smem": e.dynamic_smem,
         "source": source,
     }
+    if any(isinstance(op, DL.GridDepWaitOp) for op in kernel.body.ops):
+        attrs["dependent_launch"] = True
     return C.CudaKernelOp((), (), attrs, loc=kernel.loc)
+
+
+def _needs_sm90(op: Operation) -> None:
+    if target().sm < 90:
+        raise op.error(f"needs sm_90 or later (programmatic dependent launch), and the target is {target().arch}")
 
 
 def origin(loc: Location) -> str | None:
@@ -674,6 +682,20 @@ class _Emitter(WarpgroupStatements):
 
     def op_fence_proxy_async(self, op):
         self.line("irf_fence_proxy_async();")
+
+    def op_griddepcontrol_wait(self, op):
+        _needs_sm90(op)
+        self.line("irf_griddep_wait();")
+
+    def op_griddepcontrol_launch_dependents(self, op):
+        _needs_sm90(op)
+        self.line("irf_griddep_launch_dependents();")
+
+    def op_prefetch_l2(self, op):
+        _needs_sm90(op)
+        (n,) = op.exprs("bytes")
+        names = [self.name(v) for v in op.index_operands]
+        self.line(f"irf_prefetch_l2({self.address(op, 'index', op.mem)}, {c_index(n, lambda i: names[i])});")
 
     def shuffle(self, op):
         (lane,) = self.index(op, "lane")

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from irforge.dialects.kernel import dependent_launch as DL
+from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel.builder import KernelBuilder, Val
+from irforge.dialects.kernel.types import PtrType
+
+from irforge import index_expr as ix
+from irforge.ir import Block, Operation
+from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
+from irforge.types import index
+
+
+class KernelDependentLaunch(Pass):
+    """Start each kernel while the launch before it drains (sm_90 programmatic dependent launch), prefetching its
+    weights into L2 meanwhile.
+
+    A kernel's launch and its blocks' start-up cost microseconds that, kernel after kernel, a short program (a
+    decode step: a few hundred launches of a few microseconds each) spends mostly waiting. Each launched kernel
+    gets, at the top of its body: the block's share of every weight it takes (a pointer parameter bound to a
+    `kernel.param` at every launch) asked into L2 by one thread (`kernel.prefetch_l2`: the blocks together cover
+    the weight, up to `prefetch-l2-share` of the L2 per kernel), then `kernel.griddepcontrol_wait` (the launch
+    before it has completed, its writes visible) and `kernel.griddepcontrol_launch_dependents` (the next kernel may
+    start). Nothing is read or written before the wait except those prefetches, which change no value; the runtime
+    launches such kernels with programmatic stream serialization. A kernel that already waits is left alone
+    (idempotent); before sm_90 the pass does nothing.
+    """
+
+    name = "kernel-dependent-launch"
+    input_level = "kernel"
+    prefetch_l2_share: float = option(
+        0.5,
+        domain=Choices((0.0, 0.25, 0.5, 1.0)),
+        help="most of the L2 one kernel's weight prefetch may fill, as a fraction (0: no prefetch)",
+    )
+
+    def run(self, op: Operation) -> None:
+        if target().sm < 90:
+            self.remark(op, f"{target().arch} has no programmatic dependent launch (sm_90 and later have it)")
+            return
+        sites: dict[int, list[K.LaunchOp]] = {}
+        for launch in (o for o in op.walk() if isinstance(o, K.LaunchOp)):
+            sites.setdefault(id(launch.callee_op()), []).append(launch)
+        for kernel in [o for o in op.walk() if isinstance(o, K.KernelFuncOp)]:
+            launches = sites.get(id(kernel))
+            if not launches or any(isinstance(o, DL.GridDepWaitOp) for o in kernel.body.ops):
+                continue
+            weights = _weights(kernel, launches)
+            budget = self.prefetch_l2_share * target().l2_bytes
+            share = min(1.0, budget / sum(weights.values())) if weights and budget else 0.0
+            _add_prologue(kernel, weights if share else {}, share)
+            what = f", prefetching {share:.0%} of {sum(weights.values())} weight bytes into L2" if share else ""
+            self.remark(kernel, f"launched as a dependent of the launch before it{what}")
+
+
+def _weights(kernel: K.KernelFuncOp, launches: list[K.LaunchOp]) -> dict[int, int]:
+    """Bytes of each pointer parameter bound to the same-sized `kernel.param` at every launch, by position."""
+    out = {}
+    for i, t in enumerate(kernel.attributes["function_type"].inputs):
+        if not isinstance(t, PtrType):
+            continue
+        sizes = set()
+        for launch in launches:
+            v = launch.args[i]
+            if not isinstance(v.owner, K.ParamOp):
+                break
+            sizes.add(v.type.numel * v.type.dtype.bytes)
+        else:
+            if len(sizes) == 1:
+                out[i] = sizes.pop()
+    return out
+
+
+def _add_prologue(kernel: K.KernelFuncOp, weights: dict[int, int], share: float) -> None:
+    body = kernel.body
+    kb = KernelBuilder(Block(), kernel.loc)
+    if weights:
+        grid, block = kernel.attributes["grid"], kernel.attributes["block"]
+        first = kb.scalar("eq", _linear(kb, block, kb.thread_id), kb.const(0, index))
+        blk = _linear(kb, grid, kb.block_id)
+        blocks = grid[0] * grid[1] * grid[2]
+        with kb.if_(first) as guard, guard.then():
+            for i, nbytes in weights.items():
+                arg = body.args[i]
+                units = nbytes // 16  # 16-byte pieces: the prefetch's granule (a ragged tail is left out)
+                if not units:
+                    continue
+                per = -(-units // blocks)  # each block's share, so the blocks cover the weight
+                take = max(1, round(per * share))
+                covering = -(-units // per)
+                last = units - (covering - 1) * per  # the last covering block's share may be short
+                size = take * 16 if take <= last else ix.minimum(units - Val(blk) * per, take) * 16
+                start = Val(blk) * (per * 16 // arg.type.dtype.bytes)
+                if covering == blocks:
+                    kb.prefetch_l2(arg, start, size)
+                    continue
+                with kb.if_(kb.scalar("lt", blk, kb.const(covering, index))) as part, part.then():
+                    kb.prefetch_l2(arg, start, size)
+    kb.griddepcontrol_wait()
+    kb.griddepcontrol_launch_dependents()
+    for k, new in enumerate(list(kb.block.ops)):
+        body.insert(k, new.detach())
+
+
+def _linear(kb: KernelBuilder, dims, axis) -> object:
+    """The linear id (x fastest) of a thread in its block or a block in its grid, over the dimensions above 1."""
+    expr, scale = 0, 1
+    for d, n in zip("xyz", dims):
+        if n > 1:
+            expr = Val(axis(d)) * scale + expr
+            scale *= n
+    return kb.index(expr)
