@@ -4,6 +4,8 @@ reads per-kernel `tune` overrides, and the defaults come from one replaceable he
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -243,6 +245,70 @@ def test_vectorize_refuses_strided_takes_value_uses():
     assert "kernel.const [0, 1] : index[2]" in print_module(m)
     for a, b in zip(expected, interpret(m, seed=1)):
         np.testing.assert_array_equal(a, b)
+
+
+@st.composite
+def _reshaped_reads(draw):
+    """(program, width, the width tile-vectorize{width} must take): a product whose left operand is read through a
+    reshape, `x[(%r + b) floordiv c, (%r + b) mod c]` in rows of `cols` >= c elements (a slice), with unit
+    dimensions around the subscripts; two rows of the product a block (their threads share x: it may be staged)."""
+    c = draw(st.sampled_from((2, 3, 4, 6, 8, 12, 16, 24, 64)))
+    n = c * draw(st.integers(1, 3))
+    b = draw(st.sampled_from((0, 1, 2, 4, 8, 16)))
+    cols = c + draw(st.sampled_from((0, 0, 2, 4, 8)))
+    dt = draw(st.sampled_from(("f32", "bf16")))
+    width = draw(st.sampled_from((2, 4, 8)))
+    dims = [((b + n - 1) // c + 1, f"(%r + {b}) floordiv {c}"), (cols, f"(%r + {b}) mod {c}")]
+    for at in draw(st.lists(st.integers(0, 2), max_size=3)):
+        dims.insert(at, (1, "0"))
+    shape, subs = ",".join(str(d) for d, _ in dims), ", ".join(e for _, e in dims)
+    cast = "scalar.cast %m : bf16 -> f32" if dt == "bf16" else "scalar.add %m, %m : f32"
+    text = f"""func.func @forward(%x: {dt}[{shape}], %w: {dt}[4,{n}]) -> f32[4] {{
+  %y = tile.buffer f32[4]
+  tile.kernel @k grid(2) block(4, 2) {{
+    tile.for %a in 0..4 by blockIdx.x, threadIdx.y {{
+      %p = tile.reduce %r in 0..{n} by threadIdx.x add(0.0) -> f32 {{
+        %v = tile.load %x[{subs}]
+        %u = tile.load %w[%a, %r]
+        %m = scalar.mul %v, %u : {dt}
+        %f = {cast}
+        tile.yield %f
+      }}
+      %s = tile.combine add(%p) over threadIdx.x : f32
+      tile.store %y[%a] = %s
+    }}
+  }}
+  func.return %y
+}}
+"""
+    # contiguous in each vector: w divides c and the shift; aligned: w divides the rows (and c the extent)
+    want = width
+    while c % want or b % want or cols % want:
+        want //= 2
+    return parse_module(text), width, want
+
+
+# x staged in shared memory, swizzled or padded where the bank model says so
+STAGED = "tile-stage-inputs,tile-swizzle-smem,tile-pad-smem"
+
+
+@SETTINGS
+@given(_reshaped_reads(), st.booleans())
+def test_vectorize_takes_reads_through_a_reshape_and_keeps_the_answer(drawn, staged):
+    """Vectors over `floordiv` and `mod` subscripts take the widest width whose lanes never carry across a multiple
+    of the divisor and start aligned; the tile interpreter and, materialized, the kernel simulator agree with the
+    scalar loop, with x read from global or shared memory."""
+    m, width, want = drawn
+    expected = interpret(m, seed=3)
+    run_pipeline(m, f"kernel(tile-vectorize{{width={width}}})")
+    (red,) = [op for op in m.walk() if isinstance(op, T.ReduceOp)]
+    assert red.vector == want, print_module(m)
+    assert_close(expected, interpret(m, seed=3), m, print_module(m))
+    run_pipeline(m, f"kernel({STAGED if staged else 'cse'}),tile-to-kernel")
+    text = print_module(m)
+    vector = rf"\[{want}\]" if want > 1 else ""  # one load per vector, at its first lane
+    assert re.search(rf"kernel\.load %x(_smem)?\[.*: \w+{vector}\n", text), text
+    assert_close(expected, interpret(m, seed=3), m, text)
 
 
 def test_stage_inputs_copies_the_row_once_and_loads_read_it():

@@ -157,7 +157,11 @@ def multiple_of(e: IndexExpr, k: int, known: dict | None = None) -> bool:
             if isinstance(c, ix.Const):
                 return multiple_of(x, k // math.gcd(k, c.value), known)
         return multiple_of(e.lhs, k, known) or multiple_of(e.rhs, k, known)
-    return False
+    if not (isinstance(e, (ix.Mod, ix.FloorDiv)) and isinstance(e.rhs, ix.Const) and e.rhs.value > 0):
+        return False
+    if isinstance(e, ix.Mod):  # x - c * (x floordiv c): both terms multiples of k
+        return e.rhs.value % k == 0 and multiple_of(e.lhs, k, known)
+    return multiple_of(e.lhs, k * e.rhs.value, known)  # x a multiple of c * k: x floordiv c = x / c
 
 
 def as_value_expr(e) -> IndexExpr:

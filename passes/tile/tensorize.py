@@ -130,7 +130,8 @@ class TileTensorize(Pass):
             what = "warpgroups of 64 rows" if family == "wgmma" else "warp tiles"
             return f"the block's {kernel.threads} threads do not cut its {list(loop.extents)} outputs into {what}"
         # the epilogue runs on the fragment's lanes: each of its accesses must follow them (lower-to-kernel's rule)
-        return vectors.why_not(loop, fragments.acc_layout(loop.extents, warps).vector)
+        layout = fragments.acc_layout(loop.extents, warps)
+        return vectors.why_not(loop, layout.vector, layout.split)
 
 
 def candidates(kernel: T.KernelOp) -> list[T.ForOp]:

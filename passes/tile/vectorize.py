@@ -12,7 +12,9 @@ class TileVectorize(Pass):
     """Give loops vector work items: each thread takes `width` consecutive iterations at once (16-byte accesses).
 
     A loop (free or reduce) whose innermost index only feeds subscripts, each either independent of it or
-    contiguous in it (coefficient 1 in the element offset, the rest a multiple of the width: aligned), gets
+    contiguous in it (the element offset steps by 1 along each vector of `width` iterations: coefficient 1, or
+    through a reshape's `floordiv` and `mod` that no vector carries across; lane 0 at a multiple of the width:
+    aligned), gets
     `vector width` (`width` is a ceiling: each loop takes the widest power of two up to it that it allows;
     `irforge.dialects.tile.vectors.why_slow` says what stops a wider one). Materialized, the values that depend on
     the index become register tiles of `width` elements (one 16-byte load or store each), the rest stay scalars.

@@ -1,8 +1,8 @@
 """lower-to-kernel's memory rules: loads and stores of register tiles, and stages (shared-memory copies).
 
 A load or store is one kernel access of the tile its subscripts reach over the lane dimensions around it: along
-each lane dimension the element offset moves by a constant (the subscripts are linear in the lane indices), so the
-access is a strided tile (`kernel.load ... {strides = [...]}`), moved as vectors along its unit-stride dimension
+each lane dimension the element offset moves by a constant (`vectors.LaneDim.stride`), so the access is a strided
+tile (`kernel.load ... {strides = [...]}`) from lane 0's offset, moved as vectors along its unit-stride dimension
 when the offsets are provably aligned to them. A lane dimension in lane groups (`split`) is two tile dimensions
 in the access (groups, then lanes), reshaped back.
 
@@ -159,7 +159,7 @@ def pattern(op, lanes, mem) -> Pattern:
         offset = offset + e * s
     shape, strides, lane_shape = [], [], []
     for ld in lanes:
-        c = sum(vectors.coefficient(e, ld.iv) * s for e, s in zip(exprs, row_strides))
+        c = ld.stride(offset)
         if c == 0:
             shape.append(1)
             strides.append(0)
@@ -184,7 +184,7 @@ def _vector_width(p: Pattern, dtype, lanes, unit: int | None, row: int | None) -
     it, fewer where they are not (None: the whole run). Lane 0 of a lane dimension sits at a multiple of its
     group's length. In a swizzled memory a vector stays inside one swizzle unit: at most `unit` elements, starting
     at a multiple of its length; in shared memory, inside a row of `row` elements (rows may be padded)."""
-    known = {ld.iv: ld.loop.layout.groups_len[ld.dim] for ld in lanes}
+    known = vectors.aligned(lanes)
     d = K.run_dim(p.shape, p.strides)
     if d is None:
         return None
