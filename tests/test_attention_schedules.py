@@ -168,34 +168,39 @@ def test_head_dimension_128_in_f32_shares_rows_and_does_not_spill(group, queries
 
 
 def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
-    """One query row per head: the group's heads are the rows of a block, reading each K/V chunk once, and the keys
-    are split across blocks whose partial (m, l, O) carriers the online combine joins."""
+    """One query row per head: the group's heads are the rows of a block, reading each K/V chunk once, each row's
+    lanes holding 4 columns at most (DECODE_LANE_OUTPUTS), then more to fill a warp (4 rows x 8 lanes of 2); the
+    keys are split across blocks whose partial (m, l, O) carriers the online combine joins."""
     k = _tile(batch=1, kv_heads=2, group=4, queries=1, keys=1024, e=16, ev=16)
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
-    assert threads.extents[0] == 4 and threads.vector_shape[-1] == 16
+    assert threads.extents == (4, 16) and k.axis_size("threadIdx.x") == 8 and threads.vector_shape[-1] == 2
     assert any(isinstance(c, T.CombineOp) and c.over == ("blockIdx.y",) for c in k.walk())
 
 
 def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
     """TinyLlama's decode over a cache of 528 (33 chunks of 16 keys: 3 x 11, no count of SPLITS but 3 divides it):
-    its 4 KV heads' blocks (8 rows of 4 lanes: a warp) are far fewer than the multiprocessors want, so the cache
-    splits as far as shares of two chunks allow, over any divisor of the chunks: 11 blocks a head."""
+    a row's 16 lanes hold 4 of the head's 64 columns each, the 8 rows of a KV head's group halved to 2 a block while
+    the blocks are fewer than the multiprocessors (16 blocks of a warp), still far fewer than the multiprocessors
+    want, so the cache splits as far as shares of two chunks allow, over any divisor of the chunks: 11 a block."""
     from irforge.target import target
 
     assert target().sm_count == 132
     k = _tile(batch=1, kv_heads=4, group=8, queries=1, keys=528, e=64, ev=64, dtype=bf16)
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].box[-2] == 16
-    assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 4
+    assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 16
+    assert (k.axis_size("threadIdx.x"), k.axis_size("threadIdx.y")) == (16, 2)
 
 
 @pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128), (32, 8, 64)])
 def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group, e):
     """The llm suite's decode (bf16, a 2048-long KV cache, 4 key/value heads): the group's query heads are a
-    block's rows (each K/V chunk read once for them), their lanes whole warps (the scores' shuffles need them),
-    K and V copied by the tensor memory accelerator (whole 16-byte rows), and the keys split until the blocks give
-    the multiprocessors about ATTENTION_WARPS_PER_SM warps each; no kernel spills."""
-    from irforge.passes.tile.heuristics import ATTENTION_MIN_SHARE, ATTENTION_WARPS_PER_SM
+    block's rows (each K/V chunk read once for them; with a head dimension of 64, 16 lanes of 4 columns a row, the
+    rows halved while the blocks are fewer than the multiprocessors: 4 a block at batch 32), their lanes whole
+    warps (the scores' shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows),
+    and the keys split until the blocks give the multiprocessors about ATTENTION_WARPS_PER_SM warps each; no
+    kernel spills."""
+    from irforge.passes.tile.heuristics import ATTENTION_MIN_SHARE, ATTENTION_WARPS_PER_SM, DECODE_LANE_OUTPUTS
 
     from irforge.target import target
 
@@ -203,7 +208,9 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
     (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
-    assert threads.extents[0] == group and k.axis_size("threadIdx.y") == group
+    rows, lanes = k.axis_size("threadIdx.y"), k.axis_size("threadIdx.x")
+    assert threads.extents[0] == rows and group % rows == 0 and e // lanes <= DECODE_LANE_OUTPUTS
+    assert e == 64 or rows == group
     assert k.threads % target().warp_size == 0
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].attributes.get("copy") == "tma" and stages["v"].attributes.get("copy") == "tma"

@@ -50,6 +50,13 @@ ATTENTION_MIN_BLOCK_THREADS = 64
 # values spilled). Then `row_lanes` threads along x share each row: each holds ROW_LANE_OUTPUTS columns of O at most
 # and the same slice of the scores' reduction, the slices' sums meeting in a shuffle within the row's lanes.
 ROW_LANE_OUTPUTS = 32
+# A band of at most DECODE_ROWS rows (decode: a KV head's few query heads, one position each) walks its keys one
+# dependent step after another with little else to switch to, so its rows take more lanes, down to
+# DECODE_LANE_OUTPUTS columns a lane (a warp at most): the step's dot product is shorter, the blocks more.
+# bench/results/attention_decode-h100-2026-11-26: head dimension 64, 4 -> 16 lanes, 9.2 -> 6.8 us (cache 48),
+# 18.9 -> 9.8 (512), 22.6 -> 12.1 (2048); head dimension 128 already takes 32 (7 rows: a warp's worth).
+DECODE_ROWS = 16
+DECODE_LANE_OUTPUTS = 4
 # Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
 # a warp walks its share of the keys one dependent step after another (scores, shuffles, the online rescale), so
 # only many warps in flight keep the multiprocessors issuing, and the K/V streams' latency hidden. Shares keep at
@@ -214,14 +221,16 @@ class Heuristic:
     def row_lanes(self, kernel: T.KernelOp, band: T.ForOp, m_dim: int, n_dim: int) -> int:
         """Threads along x sharing each row of an attention-shaped contraction's output tile (a contraction whose A
         factor a reduction computes in the element: the scores); 1 for any other, or where a thread holds the
-        whole row. Enough lanes that each holds at most ROW_LANE_OUTPUTS columns of the row (its slice of the
-        scores' reduction as long), then more while the block's rows times the lanes would leave a warp partly
-        empty (the lanes' shuffles need whole warps), at most a warp and one column a lane."""
+        whole row. Enough lanes that each holds at most ROW_LANE_OUTPUTS columns of the row (DECODE_LANE_OUTPUTS
+        in a band of DECODE_ROWS rows at most), its slice of the scores' reduction as long, then more while the
+        block's rows times the lanes would leave a warp partly empty (the lanes' shuffles need whole warps), at
+        most a warp and one column a lane."""
         if not _recomputes_a(band):
             return 1
         n = band.extents[n_dim]
+        most = DECODE_LANE_OUTPUTS if band.extents[m_dim] <= DECODE_ROWS else ROW_LANE_OUTPUTS
         lanes = 1
-        while n // lanes > ROW_LANE_OUTPUTS and n % (2 * lanes) == 0:
+        while n // lanes > most and n % (2 * lanes) == 0 and 2 * lanes <= target().warp_size:
             lanes *= 2
         if lanes == 1:
             return 1
