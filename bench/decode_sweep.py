@@ -35,7 +35,7 @@ def lowering(**options: str) -> str:
 ATTENTION = {
     "default": {},
     **{f"bk{k}": {"tile_chunk_reduce": f"bk={k}"} for k in (4, 8)},
-    **{f"sp{s}": {"tile_split_reduce": f"splits={s}"} for s in (2, 3)},
+    **{f"sp{s}": {"tile_split_reduce": f"splits={s}"} for s in (2, 3, 8, 16, 32, 64)},
     **{f"bm{m}": {"tile_blockify": f"bm={m}"} for m in (1, 2)},
     **{f"lanes{n}": {"tile_blockify": f"lanes={n}"} for n in (4, 8, 16, 32)},
     **{f"bk{k}lanes8": {"tile_chunk_reduce": f"bk={k}", "tile_blockify": "lanes=8"} for k in (4, 8)},
