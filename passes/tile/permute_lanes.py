@@ -29,7 +29,9 @@ class TilePermuteLanes(Pass):
         0, domain=Choices((0, 1, 2, 4, 8, 16)), help="work items per group down the rows (0: heuristic; 1: none)"
     )
     group_bytes: int = option(
-        0, domain=Choices((0, 4, 8, 16, 32)), help="bytes a lane group spans (0: 16, a vector access; 4: no split)"
+        0,
+        domain=Choices((0, 4, 8, 16, 32)),
+        help="bytes a lane group spans (0: 16, a vector access; 4: groups of one 4-byte element, the finest split)",
     )
 
     def run(self, op: Operation) -> None:
