@@ -75,6 +75,13 @@ def offsets(draw, ivs):
     return e
 
 
+def _offset_in(lp, data):
+    """The loops (band, reduction), their induction variables, and an offset drawn over them."""
+    band, red = lp
+    ivs = [*band.ivs, *red.ivs]
+    return band, red, ivs, data.draw(offsets(ivs))
+
+
 def _lanes(band, red):
     return [vectors.LaneDim(lp, d) for lp in (band, red) for d, w in enumerate(lp.vector_shape) if w > 1]
 
@@ -82,9 +89,7 @@ def _lanes(band, red):
 @SETTINGS
 @given(loops(), st.data())
 def test_possible_bits_cover_every_value(lp, data):
-    band, red = lp
-    ivs = [*band.ivs, *red.ivs]
-    e = data.draw(offsets(ivs))
+    band, red, ivs, e = _offset_in(lp, data)
     bits = possible_bits(e, _lanes(band, red))
     if bits is None:
         return
@@ -101,9 +106,7 @@ def _swizzle(o: int, sw) -> int:
 @SETTINGS
 @given(loops(), st.data())
 def test_xor_runs_addresses_every_run_as_the_swizzle_of_its_sum(lp, data):
-    band, red = lp
-    ivs = [*band.ivs, *red.ivs]
-    e = data.draw(offsets(ivs))
+    band, red, ivs, e = _offset_in(lp, data)
     shape = (data.draw(st.sampled_from([1, 2])), data.draw(st.sampled_from([1, 2, 4])), 4)
     strides = (data.draw(st.sampled_from([32, 64, 512])), data.draw(st.sampled_from([4, 16, 20, 64])), 1)
     ring = data.draw(st.sampled_from([1, 2, 3]))
