@@ -176,6 +176,17 @@ VARIANTS = {
     "wgmma.64x256.s4p2": variant(
         bm=64, bn=256, threads=128, stages=4, tile_tensorize="atom=wgmma", tile_pipeline="depth=2"
     ),
+    # a producer warp issuing the copies (tile-warp-specialize) against the block's threads issuing them, and
+    # rings and tiles under the producer
+    "ws-off": variant(tile_warp_specialize="producer=off"),
+    **{f"ws.s{s}": variant(stages=s) for s in (2, 3, 4, 5, 6)},
+    "ws.128x128.s4": variant(bm=128, bn=128, threads=256, stages=4, tile_tensorize="atom=wgmma"),
+    "ws.128x128.s6": variant(bm=128, bn=128, threads=256, stages=6, tile_tensorize="atom=wgmma"),
+    "ws.128x256.s3": variant(bm=128, bn=256, threads=256, stages=3, tile_tensorize="atom=wgmma"),
+    "ws.128x256.s4": variant(bm=128, bn=256, threads=256, stages=4, tile_tensorize="atom=wgmma"),
+    "ws.64x256.s4": variant(bm=64, bn=256, threads=128, stages=4, tile_tensorize="atom=wgmma"),
+    "ws.64x128.s6": variant(bm=64, bn=128, threads=128, stages=6, tile_tensorize="atom=wgmma"),
+    "ws.128x64.s6": variant(bm=128, bn=64, threads=256, stages=6, tile_tensorize="atom=wgmma"),
 }
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 
-from irforge.attributes import SymbolRef
+from irforge.attributes import UNIT, SymbolRef
 from irforge.dialect import Dialect, grammar_file
 from irforge.index_expr import AffineMap
 from irforge.ir import Block, Operation, OpResult, Region, Value
@@ -559,7 +559,7 @@ def _is_function_buffer(v: Value) -> bool:
 
 
 # How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
-STAGE_ATTRIBUTES = {"ring": int, "copy": str, "prefetch": int, "pad": int, "swizzle": tuple}
+STAGE_ATTRIBUTES = {"ring": int, "copy": str, "producer": type(UNIT), "prefetch": int, "pad": int, "swizzle": tuple}
 STAGE_COPIES = ("async", "tma")
 
 
@@ -569,9 +569,10 @@ class StageOp(indexing.SubscriptOp):
     read the copy.
 
     How the copy is made is the schedule's (`ring N`: N buffers used in turn along the enclosing loop; `async` or
-    `tma`: cp.async or the bulk tensor copy engine instead of loads and stores through registers; `prefetch P`:
-    the copy for trip k + P is issued during trip k; `pad E`: rows padded by E elements; `swizzle(B, M, S)`:
-    element offsets permuted, as `!kernel.smem` swizzles)."""
+    `tma`: cp.async or the bulk tensor copy engine instead of loads and stores through registers; `producer`: the
+    copies are issued by a producer warp that runs ahead of the block's threads as far as the ring allows;
+    `prefetch P`: the copy for trip k + P is issued during trip k; `pad E`: rows padded by E elements;
+    `swizzle(B, M, S)`: element offsets permuted, as `!kernel.smem` swizzles)."""
 
     name = "tile.stage"
     operand_names = ("source", "*indices")
@@ -592,6 +593,10 @@ class StageOp(indexing.SubscriptOp):
     @property
     def prefetch(self) -> int:
         return self.attributes.get("prefetch", 0)
+
+    @property
+    def producer(self) -> bool:
+        return "producer" in self.attributes
 
     def copy_width(self) -> int:
         """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
@@ -628,6 +633,8 @@ class StageOp(indexing.SubscriptOp):
             return why
         if self.copy not in STAGE_COPIES:
             return "is prefetched, which needs an asynchronous copy (async or tma)"
+        if self.producer:
+            return "is copied by a producer warp, which runs ahead by itself"
         loop = self.parent_op
         inside = {v for x in loop.walk() for v in x.results} | set(loop.ivs[1:])
         if any(v in inside for v in self.indices):
@@ -662,6 +669,8 @@ class StageOp(indexing.SubscriptOp):
             raise self.error(f"copy must be one of {', '.join(STAGE_COPIES)}, got {self.copy!r}")
         if self.prefetch and self.ring <= self.prefetch:
             raise self.error(f"prefetch {self.prefetch} needs a ring of more than {self.prefetch} buffers")
+        if self.producer and (self.copy != "tma" or self.ring < 2 or self.prefetch):
+            raise self.error("producer needs a tma copy into a ring of 2 buffers or more, and no prefetch")
         sw = a.get("swizzle")
         if sw is not None and (len(sw) != 3 or any(not _is_int(x) or x < 0 for x in sw)):
             raise self.error(f"swizzle must be three non-negative integers (B, M, S), got {sw!r}")
@@ -673,6 +682,8 @@ class StageOp(indexing.SubscriptOp):
             p.write(f" ring {a['ring']}")
         if "copy" in a:
             p.write(f" {a['copy']}")
+        if "producer" in a:
+            p.write(" producer")
         if "prefetch" in a:
             p.write(f" prefetch {a['prefetch']}")
         if "pad" in a:
@@ -886,6 +897,9 @@ class TileSyntax:
 
     def tile_stage_copy(self, c):
         return ("copy", str(c[0]))
+
+    def tile_stage_producer(self, c):
+        return ("producer", UNIT)
 
     def tile_stage_prefetch(self, c):
         return ("prefetch", int(c[0]))

@@ -479,6 +479,12 @@ class Heuristic:
             return stage.ring - 2
         return stage.ring - 1
 
+    def warp_specialize(self, kernel: T.KernelOp, loop: T.LoopOp) -> bool:
+        """Whether tile-warp-specialize gives a loop's copies to a producer warp: where wgmma reads its slabs (the
+        loop then keeps no barrier between the tensor cores' groups; SIMT and mma.sync loops read their slabs
+        through registers, so a barrier a trip costs them little)."""
+        return bool(set(fragments.descriptor_stages(kernel)) & set(loop.body.ops))
+
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
         """Row pads (elements) tile-pad-smem weighs: powers of two from one element up to PAD_BYTES (a pad of p

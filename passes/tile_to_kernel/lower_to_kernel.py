@@ -156,9 +156,11 @@ class Materializer:
         if any(p.type.numel > _INDEX_LIMIT for p, _ in params):
             attrs["index_bits"] = 64
         names = [value_hint(p) if isinstance(t, PtrType) else f"{value_hint(p) or 'buffer'}_map" for p, t in params]
-        kb = KernelBuilder.kernel(
-            tk.sym_name, [t for _, t in params], tk.attributes["grid"], tk.attributes["block"], names=names
-        )
+        self.producer = memory.producer_stages(tk)
+        block = tk.attributes["block"]
+        if self.producer:  # a warp more along x, after the block's threads (memory.produce)
+            block = (block[0] + target().warp_size, *block[1:])
+        kb = KernelBuilder.kernel(tk.sym_name, [t for _, t in params], tk.attributes["grid"], block, names=names)
         kb.op.loc = kb.loc = tk.loc
         kb.op.attributes.update(attrs)
         self.kb = kb
@@ -171,7 +173,7 @@ class Materializer:
         self.hw: dict[str, Value] = {}
         self.staged: dict[Value, memory.Staged] = {}
         self.stage_smem: dict[T.StageOp, Value] = {}
-        self.stage_bars: dict[T.StageOp, Value] = {}  # a `tma` stage's mbarriers
+        self.stage_bars: dict = {}  # a `tma` stage's mbarriers; a loop's `empty` ones (producer stages)
         self.carry_into: dict[T.ReduceOp, list[Value]] = {}  # a chunk's init: its enclosing trip's carrier
         self.affine: dict[Value, combines.Affine] = {}  # values that are affine in a cross-block partial
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
@@ -183,11 +185,28 @@ class Materializer:
         self.n_top = 0
 
     def build(self) -> K.KernelFuncOp:
-        self.block(self.tk.body)
+        if self.producer:
+            self._specialized()
+        else:
+            self.block(self.tk.body)
         for op in reversed(self.recomputed):  # their uses are all known now
             if not any(r.uses for r in op.results):
                 op.erase()
         return self.kb.op
+
+    def _specialized(self) -> None:
+        """A kernel whose stages a producer warp copies: the mbarriers set up by the whole block, then the producer
+        warp's program and, on the block's own threads, the kernel's body."""
+        kb = self.kb
+        memory.init_producer(self, self.producer)
+        lin = kb.index(self.linear_thread(), "lin")
+        with kb.if_(kb.scalar("lt", lin, kb.const(self.tk.threads, index))) as br:
+            with br.otherwise():
+                memory.produce(self, self.producer)
+            self.env.clear()  # nothing the producer's branch computed is visible in the body's
+            self.trip.clear()
+            with br.then():
+                self.block(self.tk.body)
 
     # ---- the kernel's prologue: shared buffers, then hardware indices ---------------------------------------------
     def _prologue(self, op: Operation, smem: bool) -> Value:
@@ -382,6 +401,7 @@ def _for(m: Materializer, op: T.ForOp) -> None:
     with memory.pipelined(m, op), work_items(m, op) as (_, w), lanes_of(m, op, w):
         memory.issue_ahead(m, op)
         m.block(op.body)
+        memory.release(m, op)
 
 
 def _reduce(m: Materializer, op: T.ReduceOp) -> None:
@@ -409,6 +429,7 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
             if chunk is not None:
                 m.carry_into[chunk] = list(lp.carries)
             m.block(op.body)
+            memory.release(m, op)
             own = [ld for ld in m.lanes if ld.loop is op]
             new, at = [], 0
             for monoid, _, results in op.carriers:

@@ -20,12 +20,19 @@ for the slot's phase by its parity (the stage's trip k completes phase k div N o
 mbarriers are set up by that thread before the stage's loop (then a barrier). Prefetched, trip k waits for its
 own box, passes a barrier (every thread is done with trip k - 1, whose slot trip k + P - N <= k - 1 reused) and
 has trip k + P's box requested, as cp.async stages do.
+
+`producer` (`tile-warp-specialize`): a warp added to the block (after its threads along x) issues the copies. Its
+first thread walks the stages' loop on its own: for trip k it waits until slot k mod N is released (an `empty`
+mbarrier per slot, one arrival per thread of the block), then announces and requests the trip's boxes. The
+block's threads wait for each trip's boxes and release its slot when done reading it: at the end of the trip, or of
+the next one where the trip's wgmma group stays in flight. No block-wide barrier is left in the loop, and the
+producer runs as far ahead as the ring allows.
 """
 
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from irforge.dialects import tile as T
@@ -82,6 +89,8 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
             return why
     if op.prefetch:
         return op.why_not_prefetch()
+    if op.producer:
+        return why_not_producer(op)
     return None
 
 
@@ -123,6 +132,39 @@ def why_not_tma(op: T.StageOp) -> str | None:
                 "mbarriers count the trips of one run of the stage's own loop"
             )
     return None
+
+
+def why_not_producer(op: T.StageOp) -> str | None:
+    """Why a producer warp cannot issue the stage's copies (None when it can): the stage must sit directly in an
+    undistributed loop, the block must be whole warps along x with room for one more, every stage of the kernel
+    must be a producer stage of that loop with one ring, no combine may cross the block's threads (the producer
+    warp reaches none of their barriers), and every loop around the stage's loop must make one trip a thread
+    (each of the block's threads releases every slot; the producer takes the block's own units)."""
+    why = op.why_not_ring()
+    if why:
+        return why
+    kernel, loop, warp = T.kernel_of(op), op.parent_op, target().warp_size
+    if kernel.axis_size("threadIdx.y") * kernel.axis_size("threadIdx.z") != 1 or kernel.threads % warp:
+        return "is copied by a producer warp, which joins a block of whole warps along x alone"
+    if kernel.threads + warp > target().max_threads:
+        return f"is copied by a producer warp, for which a block of {kernel.threads} threads has no room"
+    for other in kernel.walk():
+        if isinstance(other, T.StageOp) and (not other.producer or other.parent_op is not loop or other.ring != op.ring):
+            return "is copied by a producer warp, but the kernel has other stages (their barriers need every warp)"
+        if isinstance(other, T.CombineOp) and other.over[0] in T.THREAD_AXES:
+            return "is copied by a producer warp, but the kernel combines across its threads (the warp reaches no barrier)"
+    for lp in T.enclosing_loops(loop):
+        threads = [a for a in lp.bind if a in T.THREAD_AXES]
+        if threads and (len(threads) != len(lp.bind) or lp.work_items != lp.units(kernel)):
+            return "is copied by a producer warp, inside a loop whose threads do not each take one work item"
+        if not lp.bind and lp.work_items > 1:
+            return "is copied by a producer warp, inside a loop around its own that makes several trips"
+    return None
+
+
+def producer_stages(tk: T.KernelOp) -> list[T.StageOp]:
+    """The stages a producer warp copies (all of the kernel's or none: `why_not_producer`)."""
+    return [op for op in tk.walk() if isinstance(op, T.StageOp) and op.producer]
 
 
 def params(tk: T.KernelOp) -> list[tuple[Value, object]]:
@@ -359,8 +401,8 @@ def stage(m, op: T.StageOp) -> None:
     if op.ring > 1:
         slot = kb.index(Val(m.trip[loop]) % op.ring, "slot")
     m.staged[op.result] = Staged(smem, op.ring, slot)
-    if op.prefetch:
-        return  # issued ahead by the loop (issue_ahead) and waited for at the start of this trip
+    if op.prefetch or op.producer:
+        return  # issued ahead (by the loop or the producer warp) and waited for at the start of this trip
     again = any(lp.work_items > lp.units(m.tk) for lp in T.enclosing_loops(op))
     if op.copy == "tma":
         if not isinstance(loop, T.LoopOp):
@@ -427,7 +469,7 @@ def pipelined(m, loop: T.LoopOp):
     """Around a loop whose stages are prefetched or copied by the tensor memory accelerator: the mbarriers set up
     and the first copies before it, the drain after it."""
     stages = _prefetched(loop)
-    tma = [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.copy == "tma"]
+    tma = [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.copy == "tma" and not op.producer]
     if tma:
         _init_mbarriers(m, tma)
     if not stages:
@@ -465,6 +507,9 @@ def issue_ahead(m, loop: T.LoopOp) -> None:
     every thread is done reading trip k - 1), then issue trip k + P's copies into slot (k + P) mod ring (last read
     in trip k + P - ring <= k - 1), and commit (an empty group past the last trip, so the count of groups stays
     uniform)."""
+    produced = _produced(loop)
+    for op in produced:
+        _wait(m, op)
     stages = _prefetched(loop)
     if not stages:
         return
@@ -484,6 +529,74 @@ def issue_ahead(m, loop: T.LoopOp) -> None:
             _issue(m, op, kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None, {loop.ivs[0]: ahead})
     if groups:
         kb.cp_async_commit()
+
+
+# ---- a producer warp -----------------------------------------------------------------------------------------------
+def _produced(loop: T.LoopOp) -> list[T.StageOp]:
+    return [op for op in loop.body.ops if isinstance(op, T.StageOp) and op.producer]
+
+
+def _empty(m, loop: T.LoopOp) -> Value:
+    """The mbarriers by which the block's threads release the slots of `loop`'s producer stages."""
+    got = m.stage_bars.get(loop)
+    if got is None:
+        got = m.stage_bars[loop] = m.smem(MbarrierType(_produced(loop)[0].ring), "empty")
+    return got
+
+
+def init_producer(m, stages: list[T.StageOp]) -> None:
+    """Before the warps part: the block's first thread sets up the stages' mbarriers (one arrival per phase on
+    each `full` one, the copy engine's bytes; one per thread of the block on each `empty` one); a barrier that
+    every warp, the producer too, reaches publishes them."""
+    kb = m.kb
+    loop = stages[0].parent_op
+    with kb.if_(_leader(m)) as br, br.then():
+        for op in stages:
+            bars = _mbarriers(m, op)
+            for i in range(op.ring):
+                kb.mbarrier_init(bars, i, 1)
+        empty = _empty(m, loop)
+        for i in range(stages[0].ring):
+            kb.mbarrier_init(empty, i, m.tk.threads)
+    kb.barrier()
+
+
+def produce(m, stages: list[T.StageOp]) -> None:
+    """The producer warp's program: its first thread takes the block's units of the loops around the stages'
+    loop, then for each trip k waits for slot k mod ring to be released (phase k div ring - 1 of its `empty`
+    mbarrier; the first pass over the ring waits for nothing) and requests the trip's boxes."""
+    from .lower_to_kernel import lanes_of, work_items
+
+    kb = m.kb
+    loop, ring = stages[0].parent_op, stages[0].ring
+    first = kb.scalar("eq", kb.index(m.linear_thread(), "lin"), kb.const(m.tk.threads, index))
+    with kb.if_(first) as br, br.then(), ExitStack() as around:
+        for outer in reversed(T.enclosing_loops(loop)):
+            if any(a in T.THREAD_AXES for a in outer.bind):
+                continue  # the boxes do not move with the block's threads (why_not)
+            _, w = around.enter_context(work_items(m, outer))
+            around.enter_context(lanes_of(m, outer, w))
+        with kb.for_(0, loop.work_items, hint="k") as trips:
+            k = trips.iv
+            slot = kb.index(Val(k) % ring, "slot")
+            kb.mbarrier_wait(_empty(m, loop), Val(slot), (Val(k) // ring + 1) % 2)
+            for op in stages:
+                _request(m, op, slot, {loop.ivs[0]: k}, leader=False)
+
+
+def release(m, loop: T.LoopOp) -> None:
+    """At the end of trip k of a loop with producer stages: every thread releases the slot it is done reading,
+    trip k's, or trip k - 1's where trip k's wgmma group is still in flight (it reads its slot until it completes)."""
+    stages = _produced(loop)
+    if not stages:
+        return
+    kb = m.kb
+    k, ring = m.trip[loop], stages[0].ring
+    if loop not in m.wgmma_in_flight:
+        kb.mbarrier_arrive(_empty(m, loop), Val(k) % ring)
+        return
+    with kb.if_(kb.scalar("lt", kb.const(0, index), k)) as br, br.then():
+        kb.mbarrier_arrive(_empty(m, loop), (Val(k) + ring - 1) % ring)
 
 
 # ---- the tensor memory accelerator -----------------------------------------------------------------------------
@@ -512,9 +625,10 @@ def _init_mbarriers(m, stages: list[T.StageOp]) -> None:
     kb.barrier()
 
 
-def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
-    """The block's first thread announces the box's bytes on the slot's mbarrier and asks the copy engine for it
-    (`at` overrides values of the subscript: a later trip's loop index)."""
+def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None, leader: bool = True) -> None:
+    """The block's first thread (or the thread running this: `leader` False) announces the box's bytes on the
+    slot's mbarrier and asks the copy engine for it (`at` overrides values of the subscript: a later trip's loop
+    index)."""
     kb = m.kb
     smem, bars = _buffer(m, op), _mbarriers(m, op)
     saved = {v: m.env[v] for v in (at or {}) if v in m.env}
@@ -523,7 +637,9 @@ def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> No
     m.env.update(saved)
     i = Val(slot) if slot is not None else 0
     tm = tensormap_type(op)
-    with kb.if_(_leader(m)) as br, br.then():
+    with ExitStack() as guard:
+        if leader:
+            guard.enter_context(guard.enter_context(kb.if_(_leader(m))).then())
         kb.mbarrier_arrive(bars, i, expect_tx=tm.box_bytes)
         kb.tma_load(m.tmap[(op.source, tm)], coords, smem, [i] if slot is not None else [], bars, i)
 
