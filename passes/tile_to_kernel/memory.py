@@ -149,10 +149,11 @@ def why_not_producer(op: T.StageOp) -> str | None:
     if kernel.threads + warp > target().max_threads:
         return f"is copied by a producer warp, for which a block of {kernel.threads} threads has no room"
     for other in kernel.walk():
-        if isinstance(other, T.StageOp) and (not other.producer or other.parent_op is not loop or other.ring != op.ring):
+        ours = isinstance(other, T.StageOp) and other.producer and other.parent_op is loop and other.ring == op.ring
+        if isinstance(other, T.StageOp) and not ours:
             return "is copied by a producer warp, but the kernel has other stages (their barriers need every warp)"
         if isinstance(other, T.CombineOp) and other.over[0] in T.THREAD_AXES:
-            return "is copied by a producer warp, but the kernel combines across its threads (the warp reaches no barrier)"
+            return "is copied by a producer warp, but the kernel combines across its threads (no barrier for the warp)"
     for lp in T.enclosing_loops(loop):
         threads = [a for a in lp.bind if a in T.THREAD_AXES]
         if threads and (len(threads) != len(lp.bind) or lp.work_items != lp.units(kernel)):

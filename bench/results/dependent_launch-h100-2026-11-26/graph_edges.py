@@ -1,4 +1,5 @@
 """Does a CUDA graph captured from irforge's dependent launches keep programmatic edges?"""
+
 import torch
 from cuda.bindings import driver as cu
 
@@ -10,7 +11,14 @@ x = torch.randn(4, 256)
 prog = compile(m, x, ir="cuda")
 params = {k: v.cuda() for k, v in m.state_dict().items()}
 exe = Executor(prog.module, params=params)
-print("kernels:", [(op.attributes["sym_name"], op.attributes.get("dependent_launch")) for op in prog.module.walk() if op.name == "cuda.kernel"])
+print(
+    "kernels:",
+    [
+        (op.attributes["sym_name"], op.attributes.get("dependent_launch"))
+        for op in prog.module.walk()
+        if op.name == "cuda.kernel"
+    ],
+)
 out = exe(x.cuda())[0]
 print("max err", (out.cpu() - m(x)).abs().max().item())
 exe._bind([x.cuda()])

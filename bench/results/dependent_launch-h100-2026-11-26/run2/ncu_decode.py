@@ -1,4 +1,5 @@
 """Summarize an ncu CSV (--csv --page raw): per kernel name, count, mean duration, DRAM bytes read."""
+
 import collections
 import csv
 import sys
