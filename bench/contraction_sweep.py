@@ -187,6 +187,12 @@ VARIANTS = {
     "ws.64x256.s4": variant(bm=64, bn=256, threads=128, stages=4, tile_tensorize="atom=wgmma"),
     "ws.64x128.s6": variant(bm=64, bn=128, threads=128, stages=6, tile_tensorize="atom=wgmma"),
     "ws.128x64.s6": variant(bm=128, bn=64, threads=256, stages=6, tile_tensorize="atom=wgmma"),
+    # tiles whose count is near a whole number of waves (L1: 128 tiles of 64 x 160 or 128 x 80; L8: 128 of 64 x 224
+    # or 128 x 112, 256 of 64 x 112), rings of 4, not split
+    **{
+        f"wgmma.{bm}x{bn}.s4": variant(bm=bm, bn=bn, threads=2 * bm, stages=4, splits=1, tile_tensorize="atom=wgmma")
+        for bm, bn in ((64, 160), (128, 80), (64, 224), (128, 112), (64, 112), (128, 64), (64, 128))
+    },
 }
 
 

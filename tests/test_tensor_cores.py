@@ -230,16 +230,23 @@ WGMMA_LATER = [
     st.sampled_from((0, 1)),
     st.sampled_from(("all", "none")),
     st.booleans(),
+    st.sampled_from(("on", "off")),
 )
-@example(128, 64, 128, "bf16", (False, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False)
-def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, bm, chunk, stages, depth, tma, split):
+@example(128, 64, 128, "bf16", (False, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False, "off")
+@example(128, 64, 256, "bf16", (False, False, False), 128, "tile-chunk-reduce{bk=16}", 2, 1, "all", True, "on")
+@example(64, 32, 128, "f16", (True, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False, "on")
+def test_wgmma_contractions_match_the_loop_interpreter(
+    m, n, k, dtype, variant, bm, chunk, stages, depth, tma, split, producer
+):
     """nn.Linear's product laid out on wgmma (warpgroups of 64 rows), its K in chunks staged in rings of 1 to 4
     slots by the tensor memory accelerator (swizzled for the descriptors) or by the threads, prefetched as deep as
-    the ring allows or one trip ahead, sometimes split over blocks: the kernel simulator (reading the slabs through
-    the descriptors' layout, catching a slot refilled while a wgmma reads it and an accumulator read before its
-    wait) gives the loop interpreter's answer. A trip leaves its wgmma group in flight exactly where the ring is two
-    deeper than the prefetch. Slabs the threads copy run on mma.sync from the same layout; products the descriptors
-    cannot read (a prologue, x stored M-major) are declined."""
+    the ring allows or one trip ahead, sometimes split over blocks, the copies sometimes given to a producer warp
+    (`tile-warp-specialize`): the kernel simulator (reading the slabs through the descriptors' layout, catching a
+    slot refilled while a wgmma reads it and an accumulator read before its wait, running the producer warp and the
+    block's warps as they block on their mbarriers) gives the loop interpreter's answer. A trip leaves its wgmma
+    group in flight exactly where the ring is two deeper than the prefetch (a producer's stages have none). Slabs
+    the threads copy run on mma.sync from the same layout; products the descriptors cannot read (a prologue, x
+    stored M-major) are declined."""
     from irforge.parser import parse_module
 
     bias, a_t, prologue = variant
@@ -253,6 +260,7 @@ def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, 
         f"tile-multi-buffer{{stages={stages}}}",
         f"tile-tma{{stages={tma}}}",
         f"tile-pipeline{{depth={depth}}}",
+        f"tile-warp-specialize{{producer={producer}}}",
     ]
     passes += ["tile-swizzle-smem"]
     assert schedule(module, passes) is None
@@ -261,11 +269,19 @@ def test_wgmma_contractions_match_the_loop_interpreter(m, n, k, dtype, variant, 
     text = print_module(module)
     descriptors = [st for lp in tensorized for st in fragments.descriptor_stages(lp)]
     fed = bool(descriptors) and all(st.copy == "tma" for st in descriptors)
+    stages_all = [op for op in module.walk() if isinstance(op, T.StageOp)]
+    produced = [st for st in stages_all if st.producer]
+    alone = fed and stages > 1 and set(stages_all) == set(descriptors)  # nothing else needs the block's barriers
+    assert bool(produced) == (producer == "on" and alone), text
+    blocks = {k.sym_name: k.attributes["block"][0] for k in module.walk() if isinstance(k, T.KernelOp)}
     run_pipeline(module, "tile-to-kernel")
     assert_close(expected, interpret(module, seed=5), module, f"kernel, {passes}:\n{text}")
     wgmma = [op for op in module.walk() if op.name == "kernel.wgmma"]
     event(f"on wgmma: {bool(wgmma)}")
     assert bool(wgmma) == fed, text
+    event(f"producer warp: {bool(produced)}")
+    for k in (op for op in module.walk() if op.name == "kernel.func" and op.attributes["sym_name"] in blocks):
+        assert k.attributes["block"][0] == blocks[k.attributes["sym_name"]] + 32 * bool(produced), text
     in_flight = fed and all(st.ring - st.prefetch >= 2 for st in descriptors)
     waits = sorted({op.attributes["pending"] for op in module.walk() if op.name == "kernel.wgmma_wait"})
     event(f"wgmma group left in flight: {in_flight}")

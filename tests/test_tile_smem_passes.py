@@ -144,6 +144,39 @@ def test_tma_parity_over_many_trips_of_a_ring():
     assert_close(expected, interpret(m, seed=1), m, "tma ring of 2")
 
 
+@SETTINGS
+@given(st.sampled_from([(32, 64, 128), (64, 64, 64), (64, 32, 96)]), st.sampled_from([2, 3, 4]), st.booleans())
+def test_a_producer_warp_copying_the_slabs_keeps_the_answer(shape, ring, transposed):
+    """tile-warp-specialize{producer=on} on SIMT contractions whose slabs the copy engine copies into rings of 2 to
+    4 along many trips: a warp added to the block requests each trip's slabs once their slot is released (empty
+    mbarriers counting the block's threads), the block's threads wait for them (full mbarriers) and release each
+    slot at the end of its trip; the simulator, running the warps until each blocks on its mbarrier, gives the loop
+    interpreter's answer."""
+    module = parse_module(contraction(*shape, transposed=transposed))
+    expected = interpret(module, seed=3)
+    run_pipeline(module, PREFIX + f",kernel(tile-multi-buffer{{stages={ring}}},tile-tma{{stages=all}},tile-pipeline)")
+    threads = next(k for k in module.walk() if isinstance(k, T.KernelOp)).threads
+    assert schedule_step(module, "tile-warp-specialize{producer=on}") is None
+    produced = [op for op in module.walk() if isinstance(op, T.StageOp) and op.producer]
+    assert produced and all(op.ring == ring and not op.prefetch for op in produced), print_module(module)
+    _simulated(module, expected, f"producer warp, ring {ring}")
+    run_pipeline(module, "tile-to-kernel")
+    k = next(op for op in module.walk() if isinstance(op, K.KernelFuncOp))
+    assert k.attributes["block"][0] == threads + 32
+
+
+def test_a_slot_never_released_is_a_deadlock():
+    m, _ = _tma_kernel(
+        contraction(32, 64, 128),
+        PREFIX + ",kernel(tile-multi-buffer{stages=2},tile-tma{stages=all},tile-warp-specialize{producer=on})",
+    )
+    release = [op for op in m.walk() if isinstance(op, K.MbarrierArriveOp) and "expect_tx" not in op.attributes]
+    assert len(release) == 1
+    release[0].erase()
+    with pytest.raises(IRForgeError, match="deadlock: the mbarrier phase this warp waits for never completes"):
+        interpret(m, seed=1)
+
+
 ROW_SCALE = """func.func @forward(%x: f32[4,256]) -> f32[4,256] {
   %y = tile.buffer f32[4,256]
   tile.kernel @k grid(GRID) block(64) {

@@ -67,6 +67,7 @@ SCHEDULE_OPTIONS = {
     "tile-tma": ["", "{stages=all}"],
     "tile-async-copy": [""],
     "tile-pipeline": ["", "{depth=1}", "{depth=2}"],
+    "tile-warp-specialize": ["", "{producer=on}", "{producer=off}"],
     "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
     "tile-pad-smem": ["", "{pad=4}"],
     "tile-rasterize": ["", "{rows=2}"],

@@ -283,14 +283,17 @@ class Heuristic:
         return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
 
     def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
-        """A wgmma block tile: WGMMA_WIDE_TILE where its blocks fill the multiprocessors (one carrier: its 128
+        """A wgmma block tile: a wide one where wide tiles fill the multiprocessors (one carrier: up to 128
         accumulators a thread), else WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a
         thread a carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64)
-        while the blocks fill fewer than all multiprocessors; a warpgroup per 64 rows."""
+        while the blocks fill fewer than all multiprocessors; a warpgroup per 64 rows. A wide tile is
+        WGMMA_WIDE_TILE's rows over the columns `_wide_columns` picks, so that the last wave of blocks is not
+        left mostly idle."""
         others = math.prod(band.extents) // (m * n)
-        wm, wn = WGMMA_WIDE_TILE
+        wm, _ = WGMMA_WIDE_TILE
         carriers = len(contractions_in(band)[0].reduce.results) if contractions_in(band) else 1
-        if carriers == 1 and m % wm == 0 and n % wn == 0 and (m // wm) * (n // wn) * others >= target().sm_count:
+        wn = _wide_columns(m // wm * others, n) if carriers == 1 and m % wm == 0 else None
+        if wn is not None:
             return wm, wn, 2 * wm
         tm, tn = WGMMA_TILE
         bm = tm if m % tm == 0 else 64
@@ -467,7 +470,7 @@ class Heuristic:
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile."""
-        wide = any(lp.extents[1] >= WGMMA_WIDE_TILE[1] for lp in _wgmma_loops(kernel))
+        wide = any(lp.extents[1] > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
         return WGMMA_WIDE_RING if wide and stage in fragments.descriptor_stages(kernel) else RING
 
     def prefetch(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
@@ -480,10 +483,13 @@ class Heuristic:
         return stage.ring - 1
 
     def warp_specialize(self, kernel: T.KernelOp, loop: T.LoopOp) -> bool:
-        """Whether tile-warp-specialize gives a loop's copies to a producer warp: where wgmma reads its slabs (the
-        loop then keeps no barrier between the tensor cores' groups; SIMT and mma.sync loops read their slabs
-        through registers, so a barrier a trip costs them little)."""
-        return bool(set(fragments.descriptor_stages(kernel)) & set(loop.body.ops))
+        """Whether tile-warp-specialize gives a loop's copies to a producer warp: where wgmma reads its slabs in a
+        wide tile (the loop then keeps no barrier between the tensor cores' groups). Measured on an H100
+        (bench/results/warp_specialize-h100-2026-11-26): 128 x 256 tiles (L2, L7, L9, L10) 0.5-3% faster with it,
+        within run-to-run noise; 128 x 64 tiles, two or three blocks a multiprocessor (L1, L8), 9-10% slower."""
+        if not set(fragments.descriptor_stages(kernel)) & set(loop.body.ops):
+            return False
+        return any(lp.extents[1] > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
 
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
@@ -560,6 +566,22 @@ def _simt_columns(bm: int, n: int) -> int:
     return max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
 
 
+def _wide_columns(row_tiles: int, n: int) -> int | None:
+    """The columns of a wide wgmma tile over N (`row_tiles` tiles of rows, all batches together): a multiple of 16
+    from just over WGMMA_TILE's columns to WGMMA_WIDE_TILE's dividing N whose tiles fill every multiprocessor, the
+    one whose busiest multiprocessor computes the fewest columns (one block a multiprocessor at a time: waves of
+    sm_count blocks, each wave as long as its tiles are wide), the widest on a tie; None where none fills them.
+    L7 (N = 4608): 288 tiles of 256 columns run in 3 waves, the last 18% full (768 columns a multiprocessor);
+    384 of 192 columns in 3 full ones (576)."""
+    sms = target().sm_count
+    cost = {
+        bn: -(-(row_tiles * (n // bn)) // sms) * bn
+        for bn in range(WGMMA_TILE[1] + 16, WGMMA_WIDE_TILE[1] + 1, 16)
+        if n % bn == 0 and row_tiles * (n // bn) >= sms
+    }
+    return min(cost, key=lambda bn: (cost[bn], -bn)) if cost else None
+
+
 def _splits_of(trips: int) -> list[int]:
     """The splits a reduction of `trips` trips may take: dividing it, each share MIN_SHARE trips at least."""
     return [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
@@ -625,4 +647,6 @@ def set_heuristic(h: Heuristic) -> Heuristic:
 
 
 THREAD_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-TILE_CHOICES = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+# powers of two, and multiples of 16 past 32: wgmma's N comes in steps of 8, and a tile of 192 or 224 columns can
+# cut N into whole waves of blocks where 256 leaves the last wave mostly idle (heuristics._wgmma_tile)
+TILE_CHOICES = (0, 1, 2, 4, 8, 16, 32, *range(48, 257, 16))
