@@ -105,6 +105,7 @@ WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 WGMMA_WIDE_TILE = (128, 256)
 WGMMA_WIDE_RING = 4
+WAVE_FILL = 0.9  # a wave of tiles this full is one: 128 tiles on 132 multiprocessors are not split further
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: the 2% it gave raster 16
@@ -283,22 +284,31 @@ class Heuristic:
         return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
 
     def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
-        """A wgmma block tile: a wide one where wide tiles fill the multiprocessors (one carrier: up to 128
-        accumulators a thread), else WGMMA_TILE (two warpgroups of 64 rows over 128 columns: 64 accumulators a
-        thread a carrier), the columns the largest power of two dividing N, halved (columns, then rows, to 64)
-        while the blocks fill fewer than all multiprocessors; a warpgroup per 64 rows. A wide tile is
-        WGMMA_WIDE_TILE's rows over the columns `_wide_columns` picks, so that the last wave of blocks is not
-        left mostly idle."""
+        """A wgmma block tile, a warpgroup per 64 rows, cutting the outputs into whole waves of blocks
+        (`_wave_columns`): WGMMA_WIDE_TILE's rows over a wide tile's columns where those fill every
+        multiprocessor (one carrier: up to 128 accumulators a thread); else WGMMA_TILE (two warpgroups of 64 rows
+        over 128 columns: 64 accumulators a thread a carrier) where those fill them; else, fewer tiles than
+        multiprocessors, one warpgroup of 64 rows over columns that come nearest a whole wave, and failing that
+        (a short M: decode-like products that split K instead) WGMMA_TILE halved, columns first, to 64 x 64.
+        Sweep wave_tiles-h100-2026-11-26: L7 0.70x -> 0.85x of cuBLAS (128 x 192), L10 0.97x -> 1.04x (128 x 224),
+        L1 0.58x -> 0.68x (64 x 160), L8 0.60x -> 0.68x (64 x 224)."""
         others = math.prod(band.extents) // (m * n)
-        wm, _ = WGMMA_WIDE_TILE
-        carriers = len(contractions_in(band)[0].reduce.results) if contractions_in(band) else 1
-        wn = _wide_columns(m // wm * others, n) if carriers == 1 and m % wm == 0 else None
-        if wn is not None:
-            return wm, wn, 2 * wm
+        sms = target().sm_count
+        wm, wide = WGMMA_WIDE_TILE
         tm, tn = WGMMA_TILE
+        carriers = len(contractions_in(band)[0].reduce.results) if contractions_in(band) else 1
+        if carriers == 1 and m % wm == 0:
+            wn = _wave_columns(m // wm * others, n, tn + 16, wide, 1.0)
+            if wn is not None:
+                return wm, wn, 2 * wm
         bm = tm if m % tm == 0 else 64
         bn = max(x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn)
-        while (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+        if (m // bm) * (n // bn) * others >= sms:
+            return bm, bn, 2 * bm
+        few = _wave_columns(m // 64 * others, n, 64, wide if carriers == 1 else tn, WAVE_FILL)
+        if few is not None and m % 64 == 0:
+            return 64, few, 128
+        while (m // bm) * (n // bn) * others < sms and max(bm, bn) > 64:
             if bn >= bm and n % (bn // 2) == 0:
                 bn //= 2
             else:
@@ -380,9 +390,9 @@ class Heuristic:
         of resident blocks (a row's pass reads at DRAM speed only with every multiprocessor's threads loading), each
         share at least MIN_ROW_SHARE elements. Attention's prefill (A computed in the element, blocks of a warp or
         more) aims at one block per multiprocessor, as each share stores a whole partial O. A tensor-core tile of
-        TILE_ROWS_ONE_WAVE rows or more (prefill) splits only as far as filling the multiprocessors once: its
-        partials would cost more traffic than its inputs; a thinner one (decode) streams its weight like the SIMT
-        path."""
+        TILE_ROWS_ONE_WAVE rows or more (prefill) splits only as far as filling the multiprocessors once, and not
+        at all where its blocks already make a wave WAVE_FILL full: its partials would cost more traffic than its
+        inputs; a thinner one (decode) streams its weight like the SIMT path."""
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
         trips = reduce.extents[0]
         sms = target().sm_count
@@ -405,6 +415,8 @@ class Heuristic:
                 return self._attention_splits(kernel, reduce, blocks)
             return min(fits, key=lambda s: (abs(math.log(blocks * s / sms)), -s))
         if _tensorized_tile(reduce) >= TILE_ROWS_ONE_WAVE:
+            if blocks >= WAVE_FILL * sms:
+                return 1
             return min((s for s in fits if blocks * s >= sms), default=max(fits))
         nearest = min(fits, key=lambda s: (abs(math.log(blocks * s / (SPLIT_BLOCKS_PER_SM * sms))), -s))
         if blocks >= DEEP_SPLIT_WAVES * sms:
@@ -566,18 +578,17 @@ def _simt_columns(bm: int, n: int) -> int:
     return max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
 
 
-def _wide_columns(row_tiles: int, n: int) -> int | None:
-    """The columns of a wide wgmma tile over N (`row_tiles` tiles of rows, all batches together): a multiple of 16
-    from just over WGMMA_TILE's columns to WGMMA_WIDE_TILE's dividing N whose tiles fill every multiprocessor, the
-    one whose busiest multiprocessor computes the fewest columns (one block a multiprocessor at a time: waves of
-    sm_count blocks, each wave as long as its tiles are wide), the widest on a tie; None where none fills them.
-    L7 (N = 4608): 288 tiles of 256 columns run in 3 waves, the last 18% full (768 columns a multiprocessor);
-    384 of 192 columns in 3 full ones (576)."""
+def _wave_columns(row_tiles: int, n: int, lo: int, hi: int, fill: float) -> int | None:
+    """The columns of a wgmma tile over N (`row_tiles` tiles of rows, all batches together): a multiple of 16 from
+    `lo` to `hi` dividing N whose tiles fill `fill` of the multiprocessors at least, the one whose busiest
+    multiprocessor computes the fewest columns (blocks in waves of sm_count, each wave as long as its tiles are
+    wide), the widest on a tie; None where none fills them. L7 (N = 4608, 16 row tiles): 288 tiles of 256
+    columns run in 3 waves, the last 18% full (768 columns a multiprocessor); 384 of 192 in 3 full ones (576)."""
     sms = target().sm_count
     cost = {
         bn: -(-(row_tiles * (n // bn)) // sms) * bn
-        for bn in range(WGMMA_TILE[1] + 16, WGMMA_WIDE_TILE[1] + 1, 16)
-        if n % bn == 0 and row_tiles * (n // bn) >= sms
+        for bn in range(lo, hi + 1, 16)
+        if n % bn == 0 and row_tiles * (n // bn) >= fill * sms
     }
     return min(cost, key=lambda bn: (cost[bn], -bn)) if cost else None
 
