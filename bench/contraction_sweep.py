@@ -193,6 +193,14 @@ VARIANTS = {
         f"wgmma.{bm}x{bn}.s4": variant(bm=bm, bn=bn, threads=2 * bm, stages=4, splits=1, tile_tensorize="atom=wgmma")
         for bm, bn in ((64, 160), (128, 80), (64, 224), (128, 112), (64, 112), (128, 64), (64, 128))
     },
+    # deeper rings for the one-wave tiles (L1 64 x 160, L8 64 x 224: their warps wait on the producer's copies),
+    # and the producer warp on narrower tiles (L3 128 x 128, L4 64 x 64 split 4)
+    **{
+        f"wave.{bm}x{bn}.s{st}": variant(bm=bm, bn=bn, threads=2 * bm, stages=st, splits=1, tile_tensorize="atom=wgmma")
+        for bm, bn in ((64, 160), (64, 224))
+        for st in (5, 6)
+    },
+    **{f"ws-on.s{st}": variant(stages=st, tile_warp_specialize="producer=on") for st in (3, 4)},
 }
 
 
