@@ -105,6 +105,7 @@ WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 WGMMA_WIDE_TILE = (128, 256)
 WGMMA_WIDE_RING = 4
+WAVE_RING = 6
 WAVE_FILL = 0.9  # a wave of tiles this full is one: 128 tiles on 132 multiprocessors are not split further
 PAD_BYTES = 32  # the widest row pad tile-pad-smem weighs
 RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
@@ -481,9 +482,18 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile."""
-        wide = any(lp.extents[1] > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
-        return WGMMA_WIDE_RING if wide and stage in fragments.descriptor_stages(kernel) else RING
+        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile, as
+        many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
+        multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
+        bench/results/wave_tiles-h100-2026-11-26/rings)."""
+        loops = _wgmma_loops(kernel)
+        slabs = fragments.descriptor_stages(kernel)
+        if stage not in slabs or not any(lp.extents[1] > WGMMA_TILE[1] for lp in loops):
+            return RING
+        if any(lp.extents[0] == 64 for lp in loops):
+            slot = sum(math.prod(st.box) * st.result.type.dtype.bytes for st in slabs)
+            return max(WGMMA_WIDE_RING, min(WAVE_RING, target().smem_per_block // slot))
+        return WGMMA_WIDE_RING
 
     def prefetch(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Trips a ring's copies run ahead: ring - 1, but ring - 2 for slabs wgmma reads through descriptors in a
