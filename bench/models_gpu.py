@@ -34,7 +34,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import traceback
@@ -225,9 +224,10 @@ def environment() -> dict:
     import torch
     import transformers
 
+    from irforge.bench.harness import git_revision
     from irforge.runtime import driver
 
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    rev = git_revision()
     return {
         "gpu": driver.device_name(),
         "driver": driver.driver_version(),
