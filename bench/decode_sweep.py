@@ -40,6 +40,9 @@ ATTENTION = {
     **{f"lanes{n}": {"tile_blockify": f"lanes={n}"} for n in (4, 8, 16, 32)},
     **{f"bk{k}lanes8": {"tile_chunk_reduce": f"bk={k}", "tile_blockify": "lanes=8"} for k in (4, 8)},
     "bk8bm2": {"tile_chunk_reduce": "bk=8", "tile_blockify": "bm=2"},
+    # a short cache (a decode step's first tokens): the keys in fewer, longer chunks, a row a block
+    **{f"bk{k}": {"tile_chunk_reduce": f"bk={k}"} for k in (16, 48)},
+    **{f"bm1lanes{n}": {"tile_blockify": f"bm=1 lanes={n}"} for n in (8, 16, 32)},
 }
 ATTENTION_SHAPES = [(32, 64, 48), (32, 64, 512), (32, 64, 2048), (28, 128, 48), (28, 128, 2048), (64, 64, 48)]
 PROJECTIONS = {
@@ -100,12 +103,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("attention", "projections"))
     ap.add_argument("--variants", help="comma-separated names (default: all)")
+    ap.add_argument("--shapes", help="attention: heads,head_dim,keys triples separated by ';' (default: all)")
     a = ap.parse_args()
     table = ATTENTION if a.what == "attention" else PROJECTIONS
     variants = {n: table[n] for n in (a.variants.split(",") if a.variants else table)}
     bf16 = torch.bfloat16
     if a.what == "attention":
-        for heads, d, keys in ATTENTION_SHAPES:
+        shapes = [tuple(map(int, t.split(","))) for t in a.shapes.split(";")] if a.shapes else ATTENTION_SHAPES
+        for heads, d, keys in shapes:
             inputs = [torch.randn(1, heads, 1, d, dtype=bf16), *(torch.randn(1, 4, keys, d, dtype=bf16) for _ in "kv")]
             print(f"heads {heads} head dim {d} keys {keys}:", *sweep(Attention(), inputs, variants), sep="\n  ")
     else:
