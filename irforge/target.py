@@ -27,6 +27,7 @@ class MmaAtom:
     operands: tuple[str, ...]
     accumulator: str
     min_sm: int
+    flops_per_s: float  # dense, on an H100 SXM, for the tuner's cost model
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,14 @@ class Target:
     launch_s: float = 3e-6  # a kernel launch's fixed cost
     atoms: tuple[MmaAtom, ...] = field(
         default=(
-            MmaAtom("mma.sync.m16n8k16", 16, 8, 16, ("f16", "bf16"), "f32", 80),
-            MmaAtom("wgmma.m64nNk16", 64, 256, 16, ("f16", "bf16"), "f32", 90),
+            MmaAtom("mma.sync.m16n8k16", 16, 8, 16, ("f16", "bf16"), "f32", 80, 495e12),  # half wgmma's rate
+            MmaAtom("wgmma.m64nNk16", 64, 256, 16, ("f16", "bf16"), "f32", 90, 989e12),
         )
     )
+
+    def atom_rate(self, family: str) -> float:
+        """FLOP/s of the tensor-core instructions of a family (`mma`: mma.sync, `wgmma`)."""
+        return next(a.flops_per_s for a in self.atoms if a.name.split(".")[0] == family)
 
     @property
     def sm(self) -> int:

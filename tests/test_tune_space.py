@@ -213,6 +213,22 @@ def test_cost_model_counts_a_tiled_matmul_by_hand():
     assert 0 < cost.seconds(f) < 1e-3
 
 
+def test_cost_model_counts_tensor_core_products_at_their_rate():
+    """A bf16 linear laid out on wgmma: its multiply-adds (a product and a fold each, and a fold per chunk of K
+    into the carrier) count as the tensor cores' FLOPs, at wgmma's rate; the same product left on the CUDA cores
+    (tile-tensorize{atom=none}) counts them as FMAs and is predicted several times slower."""
+    m, n, k = 512, 2560, 2048
+    snippet = f"x=torch.randn({m},{k},dtype=torch.bfloat16); w=torch.randn({n},{k},dtype=torch.bfloat16); x @ w.T"
+    on = compile_program(frontend.from_snippet(snippet), "tile")
+    simt = registry().pipelines()["loop-to-tile"].text.replace("tile-tensorize", "tile-tensorize{atom=none}")
+    off = compile_program(frontend.from_snippet(snippet), None, pipeline=f"torch-to-tensor,tensor-to-loop,{simt}")
+    trips = next(op for op in on.module.walk() if op.name == "tile.reduce" and op.extents[0] < k).extents[0]
+    f_on, f_off = cost.features(on.module), cost.features(off.module)
+    assert dict(f_on.tensor_flops) == {"wgmma": 2 * m * n * k + m * n * trips}
+    assert f_off.tensor_flops == () and f_off.flops >= 2 * m * n * k
+    assert 3 * cost.seconds(f_on) < cost.seconds(f_off)
+
+
 def test_cost_model_prefers_what_fills_the_gpu():
     base = cost.Features(1, 132, 256, 0, 32, 10**8, 10**8, 0, 10**6, 1, 256 * 16)
     assert cost.seconds(base) < cost.seconds(replace(base, blocks=66))  # half the multiprocessors idle

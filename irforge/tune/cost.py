@@ -4,21 +4,24 @@ computes, and how well its launch fills the GPU.
 `features(module)` reads a tile-level schedule (the kernels of an isolated program) into counts:
 
 - bytes through L1/L2 (loads of function buffers and staged boxes, as often as threads issue them), shared-memory
-  bytes (loads of staged copies), bytes the program must move from DRAM (each buffer once), FLOPs;
+  bytes (loads of staged copies; a tensor-core contraction's slabs once each), bytes the program must move from
+  DRAM (each buffer once), FLOPs: on the CUDA cores, and per tensor-core family those of the reductions in a loop
+  laid out on an atom (`tile-tensorize`);
 - how often an op runs: the product of its loops' extents, except that a loop vectorized along a dimension the op
   does not depend on runs it once per work item (a thread's 8 x 8 register tile loads a column of A 8 times, not
   64), times the threads that run it redundantly (launch axes no enclosing loop is distributed over);
 - the launch (blocks, threads), shared memory per block, and an estimate of registers per thread (register-tile
   accumulators and operand fragments), replaced by ptxas' count once the candidate is compiled.
 
-`seconds(f)` turns them into a time: the largest of DRAM, L2, shared-memory and FMA time, each at the rate the
-target gives, slowed by latency the resident warps cannot hide (occupancy: blocks per multiprocessor from threads,
-registers and shared memory), by multiprocessors left idle and by wave quantization, plus the launch. It is a
-prior: it orders siblings, and the search trusts it more (PUCT) only where its ranking agrees with measurements.
+`seconds(f)` turns them into a time: the largest of DRAM, L2, shared-memory, FMA and tensor-core time, each at the
+rate the target gives, slowed by latency the resident warps cannot hide (occupancy: blocks per multiprocessor from
+threads, registers and shared memory), by multiprocessors left idle and by wave quantization, plus the launch. It
+is a prior: it orders siblings, and the search trusts it more (PUCT) only where its ranking agrees with measurements.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, replace
 
@@ -42,6 +45,7 @@ class Features:
     flops: float
     accumulators: int  # independent accumulators per thread (instruction-level parallelism)
     in_flight: int  # bytes a block's loads and copies have on their way at once (memory-level parallelism)
+    tensor_flops: tuple[tuple[str, float], ...] = ()  # (atom family, FLOPs) of contractions on the tensor cores
 
     def with_compiled(self, registers: int, smem: int) -> Features:
         """The features once ptxas has counted registers and shared memory."""
@@ -67,6 +71,9 @@ def features(module: Operation) -> Features | None:
         flops=sum(p["flops"] for p in parts),
         accumulators=max(p["accumulators"] for p in parts),
         in_flight=max(p["in_flight"] for p in parts),
+        tensor_flops=tuple(
+            sorted(sum((collections.Counter(p["tensor"]) for p in parts), collections.Counter()).items())
+        ),
     )
 
 
@@ -77,7 +84,22 @@ def _buffer_bytes(k: T.KernelOp) -> int:
 def _count(kernel: T.KernelOp) -> dict:
     deps: dict = {}  # value -> the (loop, dimension) indices it depends on
     out = dict(global_=0.0, shared=0.0, flops=0.0, smem=0, accumulators=1, fragments=0, in_flight=0)
+    tensor: collections.Counter = collections.Counter()
     split_k = any(isinstance(c, T.CombineOp) and set(c.over) & set(T.BLOCK_AXES) for c in kernel.walk())
+
+    def on_atom(op: Operation) -> str | None:
+        """The tensor-core family computing `op`: a reduction (or an op in one) inside a loop laid out on an atom."""
+        loops = T.enclosing_loops(op)
+        atom = next((lp.attributes["atom"] for lp in loops if "atom" in lp.attributes), None)
+        inside = isinstance(op, T.ReduceOp) or any(isinstance(lp, T.ReduceOp) for lp in loops)
+        return atom.split(".")[0] if atom is not None and inside else None
+
+    def count_flops(op: Operation, n: float) -> None:
+        family = on_atom(op)
+        if family is not None:
+            tensor[family] += n
+        else:
+            out["flops"] += n
 
     def dep_of(values) -> frozenset:
         return frozenset().union(*(deps.get(v, frozenset()) for v in values))
@@ -97,7 +119,7 @@ def _count(kernel: T.KernelOp) -> dict:
                 tile = _widths_along(op, d)
                 out["accumulators"] = max(out["accumulators"], len(op.results) * tile)
                 if op.body.ops:  # the fold of each element into its carrier
-                    out["flops"] += len(op.results) * _runs(op.body.ops[-1], dep_of(yielded), kernel, "threads")
+                    count_flops(op, len(op.results) * _runs(op.body.ops[-1], dep_of(yielded), kernel, "threads"))
             return
         d = dep_of(op.operands)
         for r in op.results:
@@ -107,12 +129,14 @@ def _count(kernel: T.KernelOp) -> dict:
             out["global_"] += box * _runs(op, d, kernel, "blocks")
             out["smem"] += box * op.ring
             out["in_flight"] += box * (1 + op.prefetch)
+            if on_atom(op):  # the atoms' instructions read each slab about once, not a thread's elements each
+                out["shared"] += box * _runs(op, d, kernel, "blocks")
         elif isinstance(op, T.LoadOp):
             width = _widths_along(op, d)
             nbytes = op.result.type.bytes
             moved = nbytes * _runs(op, d, kernel, "threads")
             if _staged(op.operands[0]):
-                out["shared"] += moved
+                out["shared"] += 0 if on_atom(op) else moved
             else:
                 out["global_"] += moved
                 out["in_flight"] += nbytes * width * kernel.threads
@@ -122,7 +146,7 @@ def _count(kernel: T.KernelOp) -> dict:
             nbytes = value.type.bytes
             out["global_"] += nbytes * _runs(op, d | deps.get(value, frozenset()), kernel, "split" if split_k else "")
         elif op.dialect == "scalar" and op.name not in _FREE_OPS:
-            out["flops"] += _runs(op, d, kernel, "threads")
+            count_flops(op, _runs(op, d, kernel, "threads"))
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.ops:
@@ -135,6 +159,7 @@ def _count(kernel: T.KernelOp) -> dict:
         "global": out["global_"],
         "shared": out["shared"],
         "flops": out["flops"],
+        "tensor": tensor,
         "smem": out["smem"],
         "registers": registers,
         "accumulators": out["accumulators"],
@@ -204,6 +229,7 @@ def seconds(f: Features, t: Target | None = None) -> float:
         f.global_bytes / t.l2_bytes_per_s / memory_efficiency,
         f.smem_bytes / (t.smem_bytes_per_clock * t.clock_hz * t.sm_count),
         f.flops / t.fp32_flops_per_s / max(compute_efficiency, 1e-3),
+        sum(n / t.atom_rate(family) for family, n in f.tensor_flops),
     )
     return busy / used * quantization + f.kernels * t.launch_s
 
