@@ -507,7 +507,7 @@ def issue_ahead(m, loop: T.LoopOp) -> None:
     groups may stay in flight; a `tma` stage's slot by its mbarrier), a barrier (every thread's copies are in;
     every thread is done reading trip k - 1), then issue trip k + P's copies into slot (k + P) mod ring (last read
     in trip k + P - ring <= k - 1), and commit (an empty group past the last trip, so the count of groups stays
-    uniform)."""
+    uniform). A producer warp's stages: only the wait for trip k's boxes (the producer issues them, `produce`)."""
     produced = _produced(loop)
     for op in produced:
         _wait(m, op)
