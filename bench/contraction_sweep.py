@@ -201,6 +201,24 @@ VARIANTS = {
         for st in (5, 6)
     },
     **{f"ws-on.s{st}": variant(stages=st, tile_warp_specialize="producer=on") for st in (3, 4)},
+    # mma.sync over many warps against one wgmma warpgroup (irforge tune's L4 winner: 16 warps of 16 x 16 atoms
+    # over the default 64 x 64 split-4 tile, a ring of 2, a producer warp, block rows rastered by 2)
+    "mma.t512.s2": variant(
+        threads=512, stages=2, tile_tensorize="atom=mma", tile_warp_specialize="producer=on", tile_rasterize="rows=2"
+    ),
+    **{
+        f"mma.{bm}x{bn}.t{t}.s{st}": variant(
+            bm=bm, bn=bn, threads=t, stages=st, splits=1, tile_tensorize="atom=mma", tile_warp_specialize="producer=on"
+        )
+        for bm, bn, t, st in (
+            (64, 160, 512, 4),
+            (64, 224, 512, 4),
+            (128, 128, 512, 3),
+            (128, 160, 512, 3),
+            (128, 224, 512, 3),
+            (64, 128, 256, 4),
+        )
+    },
 }
 
 
