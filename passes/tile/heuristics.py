@@ -95,6 +95,7 @@ TENSOR_MIN_ROWS = 16
 MMA_TILE = (128, 128, 128)
 MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
 MMA_K_CHUNK_BYTES = 128
+MMA_SPLIT_THREADS = 512  # most threads of a tile halved to fill the GPU (then split over K): _mma_tile
 # On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
 # or of WGMMA_WIDE_TILE where those still fill every multiprocessor: two warpgroups of 64 x 256 (128 accumulators a
 # thread, one block an SM) read half the shared memory per flop, and their slabs cycle through WGMMA_WIDE_RING
@@ -268,12 +269,17 @@ class Heuristic:
         """A tensor-core block tile: MMA_TILE's rows and columns, or the largest dividing the shape; for prefill
         (TILE_ROWS_ONE_WAVE rows or more) halved, columns first, while the blocks fill fewer than all
         multiprocessors and tiles of 64 x 64 are left. Threads enough that each holds at most MMA_ACCUMULATORS
-        accumulators over the contraction's carriers (SiLU * up has two), a warp at least 16 x 8 outputs."""
+        accumulators over the contraction's carriers (SiLU * up has two), a warp at least 16 x 8 outputs; a tile
+        halved so (its K split over blocks next) a warp per 16 x 16 outputs: 16 warps over 64 x 64, whose loads
+        and mma.syncs hide each other's latency where one wgmma warpgroup waits (L4, 128 x 2048 x 2048: 0.58x ->
+        0.67x of cuBLAS in bench/results/wave_tiles-h100-2026-11-26/mma, the point `irforge tune` found)."""
         tm, tn, threads = MMA_TILE
         bm = max((x for x in (tm, 64, 32, 16) if m % x == 0 and x <= tm), default=1)
         bn = max((x for x in (tn, 64, 32, 16, 8) if n % x == 0 and x <= tn), default=1)
         others = math.prod(band.extents) // (m * n)
+        halved = False
         while m >= TILE_ROWS_ONE_WAVE and (m // bm) * (n // bn) * others < target().sm_count and max(bm, bn) > 64:
+            halved = True
             if bn >= bm and n % (bn // 2) == 0:
                 bn //= 2
             elif m % (bm // 2) == 0:
@@ -281,6 +287,8 @@ class Heuristic:
             else:
                 break
         carriers = max(1, len(contractions_in(band)[0].reduce.results)) if contractions_in(band) else 1
+        if halved and bm % 16 == 0 and bn % 16 == 0:
+            return bm, bn, min(MMA_SPLIT_THREADS, 32 * (bm // 16) * (bn // 16))
         threads = min(threads * 2, max(threads, bm * bn * carriers // MMA_ACCUMULATORS))
         return bm, bn, max(32, min(threads, 32 * (bm // 16) * (bn // 8)))
 
@@ -454,7 +462,8 @@ class Heuristic:
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
         sm_90a for prefill-sized products (WGMMA_MIN_ROWS rows) whose factors wgmma can read from shared memory
-        (K-major loads, no prologue), else "mma"; None keeps it on the SIMT path: the target has no tensor cores,
+        (K-major loads, no prologue) and whose wgmma tiles fill the multiprocessors (`_wgmma_fills`), else "mma";
+        None keeps it on the SIMT path: the target has no tensor cores,
         the products are not of 16-bit floats (`fragments.operands` says why), or the product is decode-shaped
         (fewer than TENSOR_MIN_ROWS rows or columns in all: streaming the weight is split-K's business)."""
         if not target().has("ldmatrix"):
@@ -467,7 +476,7 @@ class Heuristic:
         if min(sizes) < TENSOR_MIN_ROWS:
             return None
         wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
-        return "wgmma" if wgmma else "mma"
+        return "wgmma" if wgmma and _wgmma_fills(*sizes) else "mma"
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
@@ -586,6 +595,13 @@ def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
 def _simt_columns(bm: int, n: int) -> int:
     """A SIMT tile's columns for `bm` rows: 64 beside 64 rows (64 x 64 tiles of 64 threads), else up to 128."""
     return max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
+
+
+def _wgmma_fills(m: int, n: int) -> bool:
+    """Whether an M x N product's wgmma tiles fill the multiprocessors (`_wgmma_tile` before it halves them to
+    64 x 64 and splits K): 128 x 128 tiles, or one warpgroup's over columns nearest a whole wave."""
+    fills = (m // WGMMA_TILE[0]) * (n // WGMMA_TILE[1]) >= target().sm_count
+    return fills or _wave_columns(m // 64, n, 64, WGMMA_WIDE_TILE[1], WAVE_FILL) is not None
 
 
 def _wave_columns(row_tiles: int, n: int, lo: int, hi: int, fill: float) -> int | None:
