@@ -97,11 +97,13 @@ MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), ov
 MMA_K_CHUNK_BYTES = 128
 MMA_SPLIT_THREADS = 512  # most threads of a tile halved to fill the GPU (then split over K): _mma_tile
 # On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
-# or of WGMMA_WIDE_TILE where those still fill every multiprocessor: two warpgroups of 64 x 256 (128 accumulators a
-# thread, one block an SM) read half the shared memory per flop, and their slabs cycle through WGMMA_WIDE_RING
-# buffers prefetched two short of the ring, so a trip's group of wgmmas stays in flight while the next is issued.
+# or of WGMMA_WIDE_TILE's rows over up to its columns where those still fill every multiprocessor: two warpgroups
+# of 64 x 256 (128 accumulators a thread, one block an SM) read half the shared memory per flop, and their slabs
+# cycle through WGMMA_WIDE_RING buffers, so a trip's group of wgmmas stays in flight while the next is issued.
 # Sweep tc1 (bench/results/contraction_sweep-h100-2026-11-26): L2, L7, L9, L10 from 0.63-0.66x of cuBLAS to
-# 0.69-0.96x; the products with fewer wide tiles than multiprocessors (L1, L3, L4, L8) ran slower on them.
+# 0.69-0.96x; the products with fewer wide tiles than multiprocessors (L1, L3, L4, L8) ran slower on them. The
+# columns are those that cut the tiles into whole waves (`_wave_columns`), and products with too few tiles for
+# either take one warpgroup's tiles near a whole wave, in rings up to WAVE_RING (wave_tiles-h100-2026-11-26).
 WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 WGMMA_WIDE_TILE = (128, 256)
