@@ -54,6 +54,11 @@ SHAPES = {
     "QW.down.s128.add": (128, 3584, 18944, False, True),
     "sq.2048": (2048, 2048, 2048, False, False),
     "TL.q.s512.linear": (512, 2048, 2048, True, False),
+    # products too small for wgmma's tiles to fill the GPU (nn.Linear's weight): Qwen2.5's k/v at 512 tokens, and
+    # 64 and 192 rows
+    "QW.kv.s512.linear": (512, 512, 3584, True, False),
+    "M64.4096": (64, 4096, 4096, True, False),
+    "M192.2048": (192, 2048, 1024, True, False),
 }
 # What main's heuristics chose at 6dccff8 where the contract branch's choose otherwise (tile-blockify's tile and
 # threads, tile-split-reduce's splits): the `main` variant.
@@ -203,6 +208,7 @@ VARIANTS = {
     **{f"ws-on.s{st}": variant(stages=st, tile_warp_specialize="producer=on") for st in (3, 4)},
     # mma.sync over many warps against one wgmma warpgroup (irforge tune's L4 winner: 16 warps of 16 x 16 atoms
     # over the default 64 x 64 split-4 tile, a ring of 2, a producer warp, block rows rastered by 2)
+    "wgmma.64x64.t128": variant(bm=64, bn=64, threads=128, tile_tensorize="atom=wgmma"),  # before eb2fdf9
     "mma.t512.s2": variant(
         threads=512, stages=2, tile_tensorize="atom=mma", tile_warp_specialize="producer=on", tile_rasterize="rows=2"
     ),
