@@ -96,6 +96,11 @@ MMA_TILE = (128, 128, 128)
 MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
 MMA_K_CHUNK_BYTES = 128
 MMA_SPLIT_THREADS = 512  # most threads of a tile halved to fill the GPU (then split over K): _mma_tile
+# Products of at most MMA_SPLIT_ROWS rows whose wgmma tiles would not fill the GPU run on mma.sync (16 warps over
+# 64 x 64, split over K): 128 x 2048 x 2048 0.59x -> 0.65x of cuBLAS, 64 x 4096 x 4096 0.75x -> 0.79x; with more
+# rows one wgmma warpgroup's 64 x 64 tiles stay faster (192 x 1024 x 2048 0.63x against 0.56x, 512 x 512 x 3584
+# 0.62x against 0.58x): bench/results/wave_tiles-h100-2026-11-26/small.
+MMA_SPLIT_ROWS = 128
 # On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
 # or of WGMMA_WIDE_TILE's rows over up to its columns where those still fill every multiprocessor: two warpgroups
 # of 64 x 256 (128 accumulators a thread, one block an SM) read half the shared memory per flop, and their slabs
@@ -464,7 +469,8 @@ class Heuristic:
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
         sm_90a for prefill-sized products (WGMMA_MIN_ROWS rows) whose factors wgmma can read from shared memory
-        (K-major loads, no prologue) and whose wgmma tiles fill the multiprocessors (`_wgmma_fills`), else "mma";
+        (K-major loads, no prologue), unless they have MMA_SPLIT_ROWS rows or fewer and wgmma's tiles would not fill
+        the multiprocessors (`_wgmma_fills`), else "mma";
         None keeps it on the SIMT path: the target has no tensor cores,
         the products are not of 16-bit floats (`fragments.operands` says why), or the product is decode-shaped
         (fewer than TENSOR_MIN_ROWS rows or columns in all: streaming the weight is split-K's business)."""
@@ -478,7 +484,7 @@ class Heuristic:
         if min(sizes) < TENSOR_MIN_ROWS:
             return None
         wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
-        return "wgmma" if wgmma and _wgmma_fills(*sizes) else "mma"
+        return "wgmma" if wgmma and (sizes[0] > MMA_SPLIT_ROWS or _wgmma_fills(*sizes)) else "mma"
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
