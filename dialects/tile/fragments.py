@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from irforge.dialects.scalar import CastOp, ScalarMathOp
+from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
@@ -229,6 +229,97 @@ def _side(f: Factor, rows: Value, cols: Value) -> str:
     return reach.pop() if len(reach) == 1 else "?"
 
 
+@dataclass
+class AttentionOperands:
+    """What an attention-shaped contraction multiplies on the tensor cores: an `online` carrier over keys whose
+    element `(x, w_1, ...)` stands for the products `exp(x - m) · w_i` (`algebra.py`), its key `x` computed from a
+    contraction of its own (the scores, `c.a_reduction`). The scores' factors (A reaching the rows, B the keys), the
+    ops from the scores to `x` (elementwise math on them and on indices: scale, masks), and per weight its factor
+    (B of the second product, whose A is the fold's `exp(x - m)`), or None for a constant weight (the `1` of l)."""
+
+    contraction: Contraction
+    scores: tuple[Factor, Factor]
+    key_ops: list[Operation]
+    weights: list[Factor | None]
+
+    @property
+    def dtype(self):
+        return self.scores[0].value.type
+
+
+def attention_operands(root: Operation, rows: Value, cols: Value, atom_k: int = 16) -> AttentionOperands | str:
+    """The attention-shaped contraction under `root` (a thread loop over its output tile: rows, and the columns of
+    the weights), or why the tensor cores cannot compute it: one online carrier whose key a contraction of 16-bit
+    factors computes, keys in steps of the atom's k, each weight a 16-bit factor reaching the columns (or a
+    constant), the scores and the weights of one type, and the key computed from the scores by elementwise ops on
+    them and on indices (a mask read from memory stays on the SIMT path)."""
+    found = contractions_in(root)
+    if len(found) != 1 or found[0].a_reduction is None:
+        return "holds no attention-shaped contraction (an online carrier whose key is a contraction)"
+    c = found[0]
+    r, scores = c.reduce, c.a_reduction
+    if r.bind or scores.bind or r.vector > 1:
+        return "its reductions are distributed or vectorized"
+    if r.extents[0] % atom_k:
+        return f"its {r.extents[0]} keys are not a multiple of the atom's k = {atom_k}"
+    products = products_of(scores, rows, r.iv, atom_k)
+    if isinstance(products, str):
+        return f"its scores: {products}"
+    if len(products) != 1:
+        return "its scores' reduction has several carriers"
+    x, *ws = r.yielded
+    weights: list[Factor | None] = []
+    inside = set()
+    for w in ws:
+        if isinstance(w.owner, ConstOp):
+            weights.append(None)
+            continue
+        f = _factor(w, r, rows, cols, r.iv)
+        if isinstance(f, str):
+            return f"a weight: {f}"
+        if _side(f, rows, cols) != "b" or any(coefficient(expand(e), rows) for ld in f.loads for e in ld.index_exprs()):
+            return "a weight does not reach the columns alone"
+        if f.value.type != products[0][0].value.type:
+            return f"weighs {f.value.type} values by scores of {products[0][0].value.type}; one atom type takes both"
+        weights.append(f)
+        inside |= {id(o) for o in f.ops} | {id(w.owner)}
+    key_ops = _key_ops(r, scores, x)
+    if isinstance(key_ops, str):
+        return key_ops
+    stray = [o for o in r.body.ops[:-1] if id(o) not in inside and o not in key_ops and o is not scores]
+    if stray:
+        return f"its element computes '{stray[0].name}' besides its key and weights"
+    return AttentionOperands(c, products[0], key_ops, weights)
+
+
+def any_operands(root: Operation, rows: Value, cols: Value, atom_k: int = 16) -> Operands | AttentionOperands | str:
+    """The products under `root` as the atoms take them, by their algebra: attention's two (an online carrier whose
+    key is a contraction: `attention_operands`), else one contraction's (`operands`)."""
+    if any(c.a_reduction is not None for c in contractions_in(root)):
+        return attention_operands(root, rows, cols, atom_k)
+    return operands(root, rows, cols, atom_k)
+
+
+def _key_ops(r: ReduceOp, scores: ReduceOp, x: Value) -> list[Operation] | str:
+    """The ops of `r`'s element computing its key `x` from the scores (in program order), or why the tensor-core
+    fold cannot compute them lane by lane on the scores' fragment."""
+    ops, todo, seen = [], [x], set()
+    while todo:
+        v = todo.pop()
+        op = v.owner
+        if id(v) in seen or not isinstance(op, Operation) or not r.is_ancestor_of(op) or op is scores:
+            continue
+        seen.add(id(v))
+        if isinstance(op, LoadValueOp):
+            return "its key reads memory (a mask): the tensor-core fold computes keys from the scores and indices"
+        if not isinstance(op, (ScalarMathOp, CastOp, ConstOp, IndexValueOp)):
+            return f"its key is computed by '{op.name}'"
+        ops.append(op)
+        todo.extend(op.operands)
+    order = {id(o): i for i, o in enumerate(r.body.ops)}
+    return sorted(ops, key=lambda o: order[id(o)])
+
+
 def why_not_descriptors(ops: Operands) -> str | None:
     """Why wgmma cannot read the factors of `ops` from shared memory through descriptors (None when it can): each
     must be one load, widened and nothing else (the tensor cores read the tile as it is), with the reduction's index
@@ -269,5 +360,5 @@ def atom_step(r: ReduceOp) -> int:
     if loop is None or len(loop.ivs) != 2:
         return 1
     atom = Atom.parse(loop.attributes["atom"])
-    ops = operands(loop, *loop.ivs, 1)
+    ops = any_operands(loop, *loop.ivs, 1)
     return atom.k if atom is not None and not isinstance(ops, str) and ops.contraction.reduce is r else 1

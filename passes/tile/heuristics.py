@@ -65,6 +65,11 @@ DECODE_LANE_OUTPUTS = 4
 # bandwidth, 67 TFLOP/s / 3.35 TB/s), where every share's partial O (rows x N in f32) costs traffic its compute
 # does not hide.
 ATTENTION_WARPS_PER_SM = 16
+# Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): a block of
+# ATTENTION_MMA_ROWS query rows, a warp per 16 of them (whole rows: a row's scores, max and exp(x - m) stay in its
+# lanes), over chunks of ATTENTION_MMA_KEYS keys (a lane's scores: 2 x ATTENTION_MMA_KEYS / 4 registers).
+ATTENTION_MMA_ROWS = 64
+ATTENTION_MMA_KEYS = 64
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -187,6 +192,8 @@ class Heuristic:
         bench/results/contraction_sweep-h100-2026-11-24: 0.83-0.95x cuBLAS, where 64 x 128 tiles of 128 threads
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
+        if _recomputes_a(band) and self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
+            return ATTENTION_MMA_ROWS, n, ATTENTION_MMA_ROWS // 16 * target().warp_size
         if _recomputes_a(band):  # a thread's tile spans N, so each A element (a score) is computed once
             rows = max(1, THREAD_OUTPUTS // n)
             bm = max(x for x in range(1, min(m, rows * SCORE_THREADS) + 1) if m % x == 0)
@@ -235,7 +242,7 @@ class Heuristic:
         in a band of DECODE_ROWS rows at most), its slice of the scores' reduction as long, then more while the
         block's rows times the lanes would leave a warp partly empty (the lanes' shuffles need whole warps), at
         most a warp and one column a lane."""
-        if not _recomputes_a(band):
+        if not _recomputes_a(band) or self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
             return 1
         n = band.extents[n_dim]
         most = DECODE_LANE_OUTPUTS if band.extents[m_dim] <= DECODE_ROWS else ROW_LANE_OUTPUTS
@@ -383,6 +390,8 @@ class Heuristic:
         k = reduce.extents[0]
         tensorized = fragments.atom_step(reduce) > 1 and len(reduce.results) == 1
         chunk = (MMA_K_CHUNK_BYTES if tensorized else K_CHUNK_BYTES) // size
+        if fragments.atom_step(reduce) > 1 and c.a_reduction is not None:
+            chunk = ATTENTION_MMA_KEYS
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
@@ -485,6 +494,17 @@ class Heuristic:
             return None
         wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
         return "wgmma" if wgmma and (sizes[0] > MMA_SPLIT_ROWS or _wgmma_fills(*sizes)) else "mma"
+
+    def attention_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
+        """The atom attention's two products run on, over query rows `rows` and head columns `cols`: "mma" where
+        the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
+        of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
+        queries come in blocks of ATTENTION_MMA_ROWS (prefill); None keeps it on the SIMT path (decode: a few query
+        rows over a long cache, split across blocks)."""
+        if not target().has("ldmatrix") or isinstance(fragments.attention_operands(root, rows, cols), str):
+            return None
+        m, n = (iv.block.parent_op.extents[iv.index] for iv in (rows, cols))
+        return "mma" if m % ATTENTION_MMA_ROWS == 0 and n % 16 == 0 else None
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads

@@ -54,7 +54,7 @@ class TileTensorize(Pass):
         if self.atom == "wgmma" and not target().has("wgmma"):
             return f"atom=wgmma needs sm_90a; the target is {target().arch}"
         for loop in candidates(op):
-            if isinstance(fragments.operands(loop, *loop.ivs), str):
+            if isinstance(_operands(loop), str):
                 continue  # declined whatever the warp tile
             if (self.wm or self.wn) and self._warps(op, loop, self._family(op, loop)) is None:
                 return (
@@ -66,6 +66,8 @@ class TileTensorize(Pass):
     def _family(self, kernel: T.KernelOp, loop: T.ForOp) -> str:
         if self.atom != "auto":
             return self.atom
+        if isinstance(_operands(loop), fragments.AttentionOperands):
+            return "mma"
         return heuristic().tensor_atom(kernel, loop, *loop.ivs) or "mma"
 
     def _atom(self, loop: T.ForOp, family: str) -> fragments.Atom | None:
@@ -76,6 +78,11 @@ class TileTensorize(Pass):
         count = kernel.threads // target().warp_size
         if atom is None:
             return None
+        if isinstance(_operands(loop), fragments.AttentionOperands):
+            # each warp takes whole rows of O, so a row's scores, max and exp(x - m) stay in its lanes
+            warps = (count, 1)
+            fixed_ok = self.wn in (0, loop.extents[1]) and self.wm in (0, loop.extents[0] // count)
+            return warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom) is None else None
         if family == "wgmma":
             warps = (count, 1)
             fixed_ok = self.wm in (0, 16) and self.wn in (0, loop.extents[1])
@@ -113,17 +120,23 @@ class TileTensorize(Pass):
             )
 
     def _why_not(self, kernel: T.KernelOp, loop: T.ForOp) -> str | None:
-        ops = fragments.operands(loop, *loop.ivs)
+        ops = _operands(loop)
         if isinstance(ops, str):
             return ops
-        if self.atom == "auto" and heuristic().tensor_atom(kernel, loop, *loop.ivs) is None:
+        attention = isinstance(ops, fragments.AttentionOperands)
+        if attention and self._family(kernel, loop) != "mma":
+            return "attention runs on mma.sync atoms (wgmma would take exp(x - m) from registers: not built)"
+        auto = heuristic().attention_atom(kernel, loop, *loop.ivs) if attention else None
+        if self.atom == "auto" and not attention and heuristic().tensor_atom(kernel, loop, *loop.ivs) is None:
+            return "the default schedule keeps it there (decode-shaped, or no tensor cores on the target)"
+        if self.atom == "auto" and attention and auto is None:
             return "the default schedule keeps it there (decode-shaped, or no tensor cores on the target)"
         if not target().has("ldmatrix"):
             return f"{target().arch} has no mma.sync"
         if kernel.axis_size("threadIdx.y") * kernel.axis_size("threadIdx.z") != 1 or loop.bind != ("threadIdx.x",):
             return "its threads are not the block's along x alone"
         family = self._family(kernel, loop)
-        if family == "wgmma" and fragments.why_not_descriptors(ops):
+        if family == "wgmma" and not attention and fragments.why_not_descriptors(ops):
             return fragments.why_not_descriptors(ops)
         warps = self._warps(kernel, loop, family)
         if warps is None:
@@ -132,6 +145,10 @@ class TileTensorize(Pass):
         # the epilogue runs on the fragment's lanes: each of its accesses must follow them (lower-to-kernel's rule)
         layout = fragments.acc_layout(loop.extents, warps)
         return vectors.why_not(loop, layout.vector, layout.split)
+
+
+def _operands(loop: T.ForOp) -> fragments.Operands | fragments.AttentionOperands | str:
+    return fragments.any_operands(loop, *loop.ivs)
 
 
 def candidates(kernel: T.KernelOp) -> list[T.ForOp]:

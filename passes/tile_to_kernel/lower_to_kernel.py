@@ -45,7 +45,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, keyed, masked, memory, partials, tensor_cores
+from . import combines, flash, keyed, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -410,13 +410,16 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         return
     kb = m.kb
     outer = list(m.lanes)
-    frag = tensor_cores.accumulator(m, op)  # the carriers of a chain around a tensorized contraction
+    attention = flash.carrier_types(op)  # the carriers of a chain around a tensorized attention
+    frag = None if attention else tensor_cores.accumulator(m, op)  # ... around a tensorized contraction
+    types = attention or [frag or m.tile_type(r.type, r, outer) for _, _, results in op.carriers for r in results]
     inits = m.carry_into.pop(op, None) or [
-        kb.const(x, frag or m.tile_type(r.type, r, outer))
-        for _, init, results in op.carriers
-        for x, r in zip(init, results)
+        kb.const(x, t) for x, t in zip((x for _, init, _ in op.carriers for x in init), types)
     ]
-    if m.keyed_chunks and not frag and keyed.applies(m, op):
+    if attention and flash.applies(op):
+        flash.fold(m, op, inits)
+        return
+    if m.keyed_chunks and not frag and not attention and keyed.applies(m, op):
         keyed.fold_chunk(m, op, inits)
         return
     chunk = _chunk(op)
@@ -443,6 +446,8 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         lp.yield_(*new)
     for r, v in zip(op.results, lp.results):
         v.name_hint = value_hint(r)
+        if attention:
+            v = flash.register_tile(m, op, v)
         m.env[r] = tensor_cores.register_tile(m, op, v) if frag else v
 
 

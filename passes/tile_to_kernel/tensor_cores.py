@@ -52,8 +52,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
             f"is laid out on {atom}, so its {op.work_items} work items must be the block's threads along x, one each "
             f"(the block is {list(kernel.attributes['block'])})"
         )
-    ops = fragments.operands(op, *op.ivs, atom.k)
-    return f"is laid out on {atom}, but its contraction {ops}" if isinstance(ops, str) else None
+    ops = fragments.any_operands(op, *op.ivs, atom.k)
+    if isinstance(ops, str):
+        return f"is laid out on {atom}, but its contraction {ops}"
+    if isinstance(ops, fragments.AttentionOperands) and (atom.family != "mma" or op.attributes["warps"][1] != 1):
+        return f"is laid out on {atom}, but attention runs on mma atoms with whole rows a warp (warps [k, 1])"
+    return None
 
 
 def _tensorized(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:

@@ -1,0 +1,206 @@
+"""lower-to-kernel's rule for attention on mma atoms: a chunk of an `online` carrier whose key is a contraction
+(`fragments.attention_operands`), in a loop `tile-tensorize` laid out on `mma.m16n8k16` with whole rows a warp.
+
+The carrier `(m, l, O)` folds a chunk of keys as `keyed.py` folds any keyed carrier, key first, but the chunk's
+keys and terms come from the tensor cores:
+
+1. the scores `S = Q · Kᵀ` of the warp's rows and the chunk's keys: an accumulator fragment `[rows, keys]`, one
+   `kernel.mma` per step of 16 along the head dimension, the factors' fragments read as any contraction's
+   (`tensor_cores._factor`: ldmatrix from the staged slabs);
+2. the key `x` of each of the lane's scores (the element's ops on them: scale, a causal mask from indices), on the
+   fragment's register tile (the lane's rows by its keys: `fragments.points`);
+3. the join of the carrier's key with each row's largest `x`: the lane's, then across the four lanes holding the
+   row (shuffles);
+4. the carrier's sums read at the new key (the monoid's `keyed_program`: `l · exp(m - k)`, `O · exp(m - k)`), then
+   each element's terms at it: a constant weight's (the `1` of `l`) summed over the row's keys, and for a weight
+   that is a factor (V) the product `exp(x - k) · V`: the terms' tile converted to the weights' 16-bit type is,
+   16 keys at a time, the `a` fragment of an mma whose `b` is V's slab (an accumulator's lane elements are an `a`
+   fragment's, reordered: no data leaves the lane).
+
+So `exp(x - k)` enters the second product in the factors' 16-bit type, as in every flash attention; the fold is
+otherwise the keyed carrier's, and causal chunks above the diagonal are skipped as there (`masked.py`).
+"""
+
+from __future__ import annotations
+
+from irforge.dialects import tile as T
+from irforge.dialects.kernel import fragments as layouts
+from irforge.dialects.kernel.builder import Val
+from irforge.dialects.kernel.types import FragType, element_type
+from irforge.dialects.tile import fragments
+from irforge.dialects.tile.vectors import expand
+from irforge.scalar_ops import MONOIDS
+
+from irforge.ir import Value
+from irforge.target import target
+from irforge.types import TensorType, f32, index
+
+from . import masked
+from .emit import run_steps, value_hint
+from .tensor_cores import _factor
+
+
+def chain(r: T.ReduceOp) -> tuple[T.ForOp, fragments.AttentionOperands] | None:
+    """(the loop laid out on an atom, its attention operands) when `r` is that attention's online reduction or,
+    chunk by chunk (`lower_to_kernel._chunk`), holds it."""
+    from .lower_to_kernel import _chunk
+
+    inner = r
+    while (nxt := _chunk(inner)) is not None:
+        inner = nxt
+    loop = next((lp for lp in T.enclosing_loops(inner) if "atom" in lp.attributes), None)
+    if loop is None or not loop.is_ancestor_of(r):
+        return None
+    ops = fragments.attention_operands(loop, *loop.ivs)
+    return (loop, ops) if not isinstance(ops, str) and ops.contraction.reduce is inner else None
+
+
+def applies(r: T.ReduceOp) -> bool:
+    found = chain(r)
+    return found is not None and found[1].contraction.reduce is r
+
+
+def _warp_tile(loop: T.ForOp) -> tuple[int, int]:
+    return tuple(e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
+
+
+def carrier_types(r: T.ReduceOp) -> list | None:
+    """The kernel types of `r`'s carriers when it is (or holds) a tensorized attention, else None: the key and a
+    constant weight's sum per row of the lane (`[rows, 1]`), a factor weight's sum the warp's accumulator."""
+    found = chain(r)
+    if found is None:
+        return None
+    loop, ops = found
+    tile = _warp_tile(loop)
+    rows = TensorType(f32, (2 * tile[0] // 16, 1))
+    return [rows] + [rows if w is None else FragType("acc", f32, tile) for w in ops.weights]
+
+
+def register_tile(m, r: T.ReduceOp, v: Value) -> Value:
+    """A carrier as the rest of the kernel sees it where the chain ends: an accumulator as the lane's register tile."""
+    from .lower_to_kernel import _chunk
+
+    parent = r.parent_op
+    if not isinstance(v.type, FragType) or (isinstance(parent, T.ReduceOp) and _chunk(parent) is r):
+        return v
+    loop, _ = chain(r)
+    return m.kb.reshape(v, TensorType(f32, loop.vector_shape), v.name_hint)
+
+
+def fold(m, op: T.ReduceOp, inits: list[Value]) -> None:
+    """Materialize the chunk `op` from the carrier `inits` (kernel values)."""
+    kb = m.kb
+    skip = masked.skipped(m, op) if m.skip_masked else None
+    if skip is None:
+        out = _fold(m, op, inits)
+    else:
+        with kb.if_(kb.scalar("not", skip), [v.type for v in inits]) as br:
+            with br.then():
+                br.yield_(*_fold(m, op, inits))
+            with br.otherwise():
+                br.yield_(*inits)
+        out = br.results
+    for r, v in zip(op.results, out):
+        v.name_hint = value_hint(r)
+        m.env[r] = v
+
+
+def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
+    kb = m.kb
+    loop, ops = chain(op)
+    rows_iv, cols_iv = loop.ivs
+    tile = _warp_tile(loop)
+    keys = op.extents[0]
+    warp = Val(m.trip[loop]) // target().warp_size
+    origin = {rows_iv: kb.index(warp * tile[0], "warp_row"), cols_iv: kb.index(0, "warp_col")}
+    lane_t = kb.index(Val(m.trip[loop]) % 4, "quad_lane")
+
+    # 1. the scores, S = Q · Kᵀ, on the warp's rows and the chunk's keys
+    scores = ops.contraction.a_reduction
+    s_type = FragType("acc", f32, (tile[0], keys))
+    steps = scores.extents[0] // 16
+    with kb.for_(0, steps, carries=[kb.const(0.0, s_type, "s")], hint="ks", unroll=0) as lp:
+        at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
+        frags: dict[Value, Value] = {}
+        fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags)
+        fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
+        lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
+    lanes = (2 * tile[0] // 16, keys // 4)
+    s_tile = kb.reshape(lp.results[0], TensorType(f32, lanes), "scores")
+
+    # 2. each score's key x: the element's ops on the lane's tile of scores, its keys' indices a row of the tile
+    offsets = tuple(c for _, c in layouts.points("mma", "acc", (16, keys), 0, 0)[: keys // 4])
+    first = kb.scalar("mul", lane_t, kb.const(2, index))
+    m.env[op.iv] = kb.scalar("add", first, kb.const(offsets, TensorType(index, (1, keys // 4))), hint="key")
+    m.env[scores.results[0]] = s_tile
+    for o in ops.key_ops:
+        if isinstance(o, T.IndexOp):
+            m.env[o.result] = m.index_tile(expand(o.index_expr()))
+        else:
+            m.op(o)
+    x = m.get(op.yielded[0])
+
+    # 3. the new key: the carrier's joined with each row's largest x (the lane's, then the row's four lanes')
+    (monoid, _, results) = op.carriers[0]
+    join, key_steps, outputs = monoid.keyed_program(len(results))
+    row_key = _across_quad(kb, join, kb.reduce(_KIND[join], x, axes=(1,)))
+    key = kb.scalar(join, inits[0], row_key, hint="key")
+
+    def at_key(components: list[Value]) -> list[Value]:
+        return run_steps(kb, key_steps, outputs, {f"a{i}": v for i, v in enumerate(components)} | {"k": key}, f32)
+
+    # 4. the carrier's sums at the new key, plus the chunk's terms
+    as_tile = TensorType(f32, loop.vector_shape)
+    o_tiles = [kb.reshape(c, as_tile) if isinstance(c.type, FragType) else c for c in inits[1:]]
+    sums = at_key([inits[0], *o_tiles])
+    # a constant weight as it is; a factor's weight one: its terms are then exp(x - k), the second product's A
+    weights = [kb.const(1.0, f32) if w else m.get(y) for w, y in zip(ops.weights, op.yielded[1:])]
+    terms = at_key([x, *weights])
+    out = [key]
+    for init, w, s, t in zip(inits[1:], ops.weights, sums, terms):
+        if w is None:
+            out.append(kb.scalar("add", s, _across_quad(kb, "add", kb.reduce("add", t, axes=(1,)))))
+            continue
+        acc = kb.reshape(s, init.type)
+        p = kb.cast(t, TensorType(w.value.type, lanes), "p")
+        for j in range(keys // 16):
+            at = origin | {op.iv: kb.index(16 * j, "key0")}
+            vb = _factor(m, w, "b", (16, tile[1]), at, op.iv, {})
+            acc = kb.mma(_operand_a(kb, p, tile[0], keys, j), vb, acc, "o")
+        out.append(acc)
+    return out
+
+
+_KIND = {m.op: name for name, m in MONOIDS.items() if m.width == 1}  # kernel.reduce's kind of a join op
+
+
+def _across_quad(kb, join: str, rows: Value) -> Value:
+    """A `[rows]` tile of the lane's partial joins, joined across the four lanes that hold each row (an
+    accumulator's rows are spread over `lane % 4`), as a `[rows, 1]` tile."""
+    n = rows.type.shape[0]
+    out = kb.const(0.0, TensorType(f32, (n, 1)))
+    for i in range(n):
+        v = kb.extract(rows, (i,))
+        for off in (1, 2):
+            v = kb.scalar(join, v, kb.shfl("xor", v, off, 4))
+        out = kb.insert(v, out, (i, 0))
+    return out
+
+
+def _operand_a(kb, p: Value, rows: int, keys: int, j: int) -> Value:
+    """The `a` fragment `[rows, 16]` of keys 16j .. 16j + 15 of the lane tile `p` of an accumulator `[rows, keys]`:
+    each `a` element's point is one the lane holds in the accumulator, at the same place in every lane."""
+    a_type = FragType("a", element_type(p.type), (rows, 16))
+    cols = p.type.shape[1]
+    place = {}
+    for lane in range(target().warp_size):
+        g, t = lane // 4, lane % 4
+        held = {pt: i for i, pt in enumerate(layouts.points("mma", "acc", (rows, keys), g, t))}
+        spots = [held[(r, c + 16 * j)] for r, c in layouts.points("mma", "a", (rows, 16), g, t)]
+        place.setdefault(tuple(spots), lane)
+    assert len(place) == 1, "an accumulator's lane elements are an a fragment's in every lane"
+    (spots,) = place
+    out = kb.const(0.0, TensorType(element_type(p.type), (len(spots),)))
+    for e, s in enumerate(spots):
+        out = kb.insert(kb.extract(p, (s // cols, s % cols)), out, (e,))
+    return kb.reshape(out, a_type, "p_a")
