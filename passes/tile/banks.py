@@ -40,12 +40,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from irforge.dialects import tile as T
+from irforge.dialects.kernel import fragments as layouts
 from irforge.dialects.kernel import ops as K
 from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizzle
 from irforge.dialects.loop.indexing import used_values
-from irforge.dialects.tile.vectors import loop_lanes
+from irforge.dialects.tile import fragments
+from irforge.dialects.tile.vectors import expand, loop_lanes
 from irforge.passes.tile_to_kernel import memory
 
+from irforge import index_expr as ix
 from irforge.target import target
 from irforge.types import TensorType
 
@@ -146,6 +149,8 @@ class Weigher:
         )
 
     def _reads(self, load: T.LoadOp, t: SmemType):
+        if load not in self._threads and (spec := _ldmatrix_factor(load)) is not None:
+            return _ldmatrix_reads(self.kernel, self.stage, load, t, spec)
         if load not in self._threads:
             lanes = loop_lanes(load)
             self._threads[load] = lanes, _thread_layout(self.kernel, self.stage, load)
@@ -176,6 +181,86 @@ class Weigher:
             requests,
             (f"%{load.result.name_hint}", chunk),
         )
+
+
+@dataclass(frozen=True)
+class _Fragment:
+    """How ldmatrix reads a factor's staged tile: its role, the indices of the tile's rows and columns (one of them
+    the reduction's), the fragment's shape a step and whether the tile is stored transposed."""
+
+    role: str
+    rows: object
+    cols: object
+    shape: tuple[int, int]
+    transpose: bool
+
+
+def _ldmatrix_factor(load: T.LoadOp) -> _Fragment | None:
+    """How ldmatrix reads `load` when it is a factor of a contraction laid out on mma atoms (`tile-tensorize`:
+    `lower-to-kernel` loads its fragments with ldmatrix), else None."""
+    loop = next((lp for lp in T.enclosing_loops(load) if "atom" in lp.attributes), None)
+    if loop is None or not str(loop.attributes["atom"]).startswith("mma."):
+        return None
+    ops = fragments.any_operands(loop, *loop.ivs)
+    if isinstance(ops, str):
+        return None
+    tile = tuple(e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
+    rows, cols = loop.ivs
+    if isinstance(ops, fragments.AttentionOperands):
+        keys, scores = ops.contraction.reduce, ops.contraction.a_reduction
+        sides = [
+            (ops.scores[0], "a", rows, scores.iv, (tile[0], 16)),
+            (ops.scores[1], "b", scores.iv, keys.iv, (16, keys.extents[0])),
+        ]
+        sides += [(w, "b", keys.iv, cols, (16, tile[1])) for w in ops.weights if w is not None]
+    else:
+        k = ops.contraction.reduce.iv
+        sides = [
+            s for a, b in ops.products for s in ((a, "a", rows, k, (tile[0], 16)), (b, "b", k, cols, (16, tile[1])))
+        ]
+    for f, role, r, c, shape in sides:
+        if load in f.loads:
+            k_dim = fragments.k_dim(load, c if role == "a" else r)
+            return _Fragment(role, r, c, shape, (k_dim == -2) if role == "a" else (k_dim == -1))
+    return None
+
+
+def _ldmatrix_reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: SmemType, f: _Fragment):
+    """The wavefronts of one warp's ldmatrix reads of a factor's tile (every step along the reduction), times the
+    block's warps and the times each reads it per fill: each 8 x 8 matrix is one phase of 8 lanes, each lane the
+    address of one 16-byte row (along the tile's rows, or its columns where it is stored transposed)."""
+    offset = sum((e * s for e, s in zip((expand(e) for e in load.index_exprs()), t.strides)), start=ix.Const(0))
+    k_iv = f.cols if f.role == "a" else f.rows
+    k_extent = k_iv.block.parent_op.extents[k_iv.index]
+    starts = np.asarray(layouts.operand_matrices(f.role, f.shape))
+    along = np.arange(8)
+    r0, c0 = starts[:, 0][:, None], starts[:, 1][:, None]
+    rows, cols = (
+        (np.broadcast_to(r0, (len(starts), 8)), c0 + along)
+        if f.transpose
+        else (r0 + along, np.broadcast_to(c0, (len(starts), 8)))
+    )
+    addrs = []
+    for step in range(0, k_extent, 16):
+        env = dict.fromkeys(used_values(offset), 0)
+        if f.role == "a":
+            env |= {f.rows: rows, f.cols: cols + step}
+        else:
+            env |= {f.rows: rows + step, f.cols: cols}
+        addrs.append(_swizzled(np.broadcast_to(np.asarray(offset.evaluate(env), np.int64), rows.shape), t.swizzle))
+    lanes = np.concatenate(addrs).reshape(-1, 8) * t.dtype.bytes
+    lanes = np.concatenate([lanes, np.zeros((-len(lanes) % 4, 8), np.int64)]).reshape(-1, 32)  # x4: 4 matrices
+    active = np.ones(lanes.shape, bool)
+    active.reshape(-1, 8)[len(starts) * len(addrs) :] = False
+    wf, best = wavefronts(lanes, 16, active)
+    owner, fixed = stage.parent_op, {f.rows, f.cols}
+    trips = math.prod(
+        lp.work_items
+        for lp in T.enclosing_loops(load)
+        if lp is not owner and owner.is_ancestor_of(lp) and "atom" not in lp.attributes and not set(lp.ivs) & fixed
+    )
+    times = _warp_count(kernel) * trips
+    return wf.sum() * times, best.sum() * times, len(lanes) * times, (f"%{load.result.name_hint}", 16)
 
 
 def _pieces(load: T.LoadOp, lanes, t: SmemType):

@@ -29,9 +29,9 @@ from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import FragType, element_type
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.vectors import expand
-from irforge.scalar_ops import MONOIDS
 
 from irforge.ir import Value
+from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, f32, index
 
