@@ -70,6 +70,10 @@ ATTENTION_WARPS_PER_SM = 16
 # lanes), over chunks of ATTENTION_MMA_KEYS keys (a lane's scores: 2 x ATTENTION_MMA_KEYS / 4 registers).
 ATTENTION_MMA_ROWS = 64
 ATTENTION_MMA_KEYS = 64
+# ... its K/V rings as deep as leave shared memory for ATTENTION_MMA_BLOCKS_PER_SM blocks a multiprocessor (a
+# block's four warps alone leave it idle at every shuffle and wait: F3, head dimension 128, in rings of 3 fit one
+# block a multiprocessor, 6% occupancy under ncu in bench/results/attention_mma-h100-2026-11-26).
+ATTENTION_MMA_BLOCKS_PER_SM = 2
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -525,6 +529,18 @@ class Heuristic:
         bench/results/wave_tiles-h100-2026-11-26/rings)."""
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
+        if _attention_on_atoms(kernel):
+            stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
+            size = {
+                st: math.prod(st.box)
+                * st.result.type.dtype.bytes
+                * (1 + PAD_BYTES / (st.box[-1] * st.result.type.dtype.bytes))
+                for st in stages
+            }
+            ringed = sum(size[st] for st in stages if st.parent_op is stage.parent_op)
+            fixed = sum(size.values())
+            fits = lambda r: ATTENTION_MMA_BLOCKS_PER_SM * (fixed + (r - 1) * ringed) <= target().smem_per_sm
+            return max((r for r in range(2, RING + 1) if fits(r)), default=2)
         if stage not in slabs or not any(lp.extents[1] > WGMMA_TILE[1] for lp in loops):
             return RING
         if any(lp.extents[0] == 64 for lp in loops):
@@ -666,6 +682,16 @@ def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
         if isinstance(r, T.ReduceOp)
         for c in [contraction_of(r)]
         if c is not None
+    )
+
+
+def _attention_on_atoms(kernel: T.KernelOp) -> bool:
+    """Whether the kernel computes attention's products on tensor-core atoms (`tile-tensorize`)."""
+    return any(
+        isinstance(lp, T.ForOp)
+        and "atom" in lp.attributes
+        and isinstance(fragments.any_operands(lp, *lp.ivs), fragments.AttentionOperands)
+        for lp in kernel.walk()
     )
 
 

@@ -179,6 +179,7 @@ class Materializer:
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
+        self.trip_bound: dict[T.LoopOp, Value] = {}  # loops a mask cuts short: the trips they make (masked.py)
         self.recomputed: list[Operation] = []  # ops a branch recomputes (combines.constant_share): erased if unused
         self.n_smem = 0
         self.static_smem = 0  # bytes of the static shared buffers so far
@@ -423,7 +424,9 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
         keyed.fold_chunk(m, op, inits)
         return
     chunk = _chunk(op)
-    trips = masked.trips(m, op) if m.skip_masked else None
+    trips = (masked.trips(m, op) or masked.chunk_trips(m, op)) if m.skip_masked else None
+    if trips is not None:
+        m.trip_bound[op] = trips
     with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):
         for carry, r in zip(lp.carries, op.results):
             carry.name_hint = f"{value_hint(r) or 'acc'}_acc"

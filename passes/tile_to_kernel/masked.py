@@ -34,6 +34,27 @@ def trips(m, op: T.ReduceOp) -> Value | None:
     return kb.scalar("select", skip, kb.const(0, index), kb.const(op.work_items, index))
 
 
+def chunk_trips(m, op: T.ReduceOp) -> Value | None:
+    """The trips a loop of chunks (`lower_to_kernel._chunk`: its stages' slabs copied each trip) makes: up to its
+    last chunk that the mask leaves an element of for this block, a kernel index counted over its trips before it
+    starts (None where no mask bounds the chunks). Later trips would only copy slabs for folds that skip them:
+    causal attention's chunks of keys past the diagonal."""
+    from .lower_to_kernel import _chunk
+
+    inner = _chunk(op)
+    if inner is None or op.bind or op.vector > 1 or op.work_items != op.extents[0]:
+        return None
+    kb = m.kb
+    m.env[op.ivs[0]] = kb.const(0, index)
+    if skipped(m, inner) is None:  # what it built is dead: dce drops it
+        return None
+    with kb.for_(0, op.work_items, carries=[kb.const(0, index)], hint="t") as lp:
+        m.env[op.ivs[0]] = lp.iv
+        last = kb.scalar("add", lp.iv, kb.const(1, index))
+        lp.yield_(kb.scalar("select", skipped(m, inner), lp.carries[0], last))
+    return lp.results[0]
+
+
 def skipped(m, op: T.ReduceOp) -> Value | None:
     """A kernel bool, true where the mask covers every element of `op` for this block (None where no mask bounds
     it); `trips`' conditions."""

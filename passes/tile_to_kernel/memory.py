@@ -483,11 +483,16 @@ def pipelined(m, loop: T.LoopOp):
     groups = any(op.copy == "async" for op in stages)
     for op in stages:
         _buffer(m, op)
+    bound = m.trip_bound.get(loop)  # a mask cuts the loop short: no copy past its last trip (left in flight)
     for p in range(depth):
         if p < trips:
             at = kb.index(ix.Const(p), "pre")
-            for op in stages:
-                _issue(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
+            with ExitStack() as guard:
+                if bound is not None:
+                    br = guard.enter_context(kb.if_(kb.scalar("lt", at, bound)))
+                    guard.enter_context(br.then())
+                for op in stages:
+                    _issue(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
         if groups:
             kb.cp_async_commit()
     yield
@@ -525,7 +530,8 @@ def issue_ahead(m, loop: T.LoopOp) -> None:
             _wait(m, op)
     kb.barrier()
     ahead = kb.index(Val(k) + depth, "ahead")
-    with kb.if_(kb.scalar("lt", ahead, kb.const(loop.work_items, index))) as br, br.then():
+    trips = m.trip_bound.get(loop) or kb.const(loop.work_items, index)
+    with kb.if_(kb.scalar("lt", ahead, trips)) as br, br.then():
         for op in stages:
             _issue(m, op, kb.index(Val(ahead) % op.ring, "slot") if op.ring > 1 else None, {loop.ivs[0]: ahead})
     if groups:
