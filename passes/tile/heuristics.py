@@ -65,14 +65,19 @@ DECODE_LANE_OUTPUTS = 4
 # bandwidth, 67 TFLOP/s / 3.35 TB/s), where every share's partial O (rows x N in f32) costs traffic its compute
 # does not hide.
 ATTENTION_WARPS_PER_SM = 16
-# Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): a block of
-# ATTENTION_MMA_ROWS query rows, a warp per 16 of them (whole rows: a row's scores, max and exp(x - m) stay in its
-# lanes), over chunks of ATTENTION_MMA_KEYS keys (a lane's scores: 2 x ATTENTION_MMA_KEYS / 4 registers).
-ATTENTION_MMA_ROWS = 64
+# Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): blocks of
+# ATTENTION_MMA_WARPS warps, each ATTENTION_MMA_WARP_ROWS query rows (16 where the queries do not come in such
+# blocks), whole rows (a row's scores, max and exp(x - m) stay in its lanes): each K/V fragment a warp reads from
+# shared memory serves its 32 rows, where 16 left F3 bound by shared-memory reads. Chunks of ATTENTION_MMA_KEYS
+# keys, halved while a lane's scores and O (warp rows x (keys + head dimension) / 32 values) exceed
+# ATTENTION_MMA_REGISTERS.
+ATTENTION_MMA_WARPS = 4
+ATTENTION_MMA_WARP_ROWS = 32
 ATTENTION_MMA_KEYS = 64
+ATTENTION_MMA_REGISTERS = 160
 # ... its K/V rings as deep as leave shared memory for ATTENTION_MMA_BLOCKS_PER_SM blocks a multiprocessor (a
 # block's four warps alone leave it idle at every shuffle and wait: F3, head dimension 128, in rings of 3 fit one
-# block a multiprocessor, 6% occupancy under ncu in bench/results/attention_mma-h100-2026-11-26).
+# block a multiprocessor, 6% occupancy under ncu in bench/results/attention_mma-h200-2026-11-26).
 ATTENTION_MMA_BLOCKS_PER_SM = 2
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
@@ -197,7 +202,9 @@ class Heuristic:
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
         if _recomputes_a(band) and self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
-            return ATTENTION_MMA_ROWS, n, ATTENTION_MMA_ROWS // 16 * target().warp_size
+            warps = ATTENTION_MMA_WARPS
+            rows = warps * (ATTENTION_MMA_WARP_ROWS if m % (warps * ATTENTION_MMA_WARP_ROWS) == 0 else 16)
+            return rows, n, warps * target().warp_size
         if _recomputes_a(band):  # a thread's tile spans N, so each A element (a score) is computed once
             rows = max(1, THREAD_OUTPUTS // n)
             bm = max(x for x in range(1, min(m, rows * SCORE_THREADS) + 1) if m % x == 0)
@@ -395,7 +402,11 @@ class Heuristic:
         tensorized = fragments.atom_step(reduce) > 1 and len(reduce.results) == 1
         chunk = (MMA_K_CHUNK_BYTES if tensorized else K_CHUNK_BYTES) // size
         if fragments.atom_step(reduce) > 1 and c.a_reduction is not None:
+            loop = next(lp for lp in T.enclosing_loops(reduce) if "atom" in lp.attributes)
+            rows, cols = (e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
             chunk = ATTENTION_MMA_KEYS
+            while chunk > 16 and rows * (chunk + cols) // target().warp_size > ATTENTION_MMA_REGISTERS:
+                chunk //= 2
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
@@ -503,12 +514,12 @@ class Heuristic:
         """The atom attention's two products run on, over query rows `rows` and head columns `cols`: "mma" where
         the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
         of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
-        queries come in blocks of ATTENTION_MMA_ROWS (prefill); None keeps it on the SIMT path (decode: a few query
+        queries come in blocks of 16 rows a warp (prefill); None keeps it on the SIMT path (decode: a few query
         rows over a long cache, split across blocks)."""
         if not target().has("ldmatrix") or isinstance(fragments.attention_operands(root, rows, cols), str):
             return None
         m, n = (iv.block.parent_op.extents[iv.index] for iv in (rows, cols))
-        return "mma" if m % ATTENTION_MMA_ROWS == 0 and n % 16 == 0 else None
+        return "mma" if m % (16 * ATTENTION_MMA_WARPS) == 0 and n % 16 == 0 else None
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
