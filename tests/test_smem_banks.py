@@ -158,3 +158,25 @@ def test_trying_restores_the_stage():
     with banks.trying(st, {"pad": 4, "swizzle": (1, 2, 3), "copy": "async"}):
         assert st.attributes["pad"] == 4 and st.copy == "async"
     assert "pad" not in st.attributes and "swizzle" not in st.attributes and st.copy == "sync"
+
+
+def test_slabs_of_a_contraction_on_mma_atoms_are_weighed_as_ldmatrix_reads():
+    """A K slab attention reads on mma atoms (rows of 64 bf16, 128 bytes): ldmatrix serves each 8 x 8 matrix in one
+    phase, 8 lanes each giving a 16-byte row. Dense, the 8 rows of a matrix start 128 bytes apart, all in the same
+    4 banks: 8 wavefronts a phase, 32 an x4 instruction where 4 would do. The copy engine's 128-byte swizzle (XOR of
+    the row's 16-byte unit with its row index mod 8) puts the 8 rows in 8 different units: 4."""
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    import loopgen
+
+    from irforge.pass_manager import run_pipeline
+    from irforge.types import bf16
+
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=1, queries=64, keys=128, e=64, ev=64, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    (k,) = [s for s in m.walk() if isinstance(s, T.StageOp) and s.operands[0].name_hint == "k"]
+    assert k.attributes["swizzle"] == (3, 3, 3)
+    assert banks.stage_cost(k).per_request == 4.0
+    del k.attributes["swizzle"]
+    assert banks.stage_cost(k).per_request == 32.0

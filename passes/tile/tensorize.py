@@ -28,6 +28,11 @@ class TileTensorize(Pass):
     warp tiles of 16 rows, so lower-to-kernel falls back to mma.sync where the slabs cannot feed descriptors.
     `wm` and `wn` fix the warp tile (0: the squarest the block's warps allow). A loop that cannot take the layout
     keeps its schedule, and the pass says why (`-v`).
+
+    Attention is laid out by the same rule, found by its algebra (`fragments.attention_operands`: an online carrier
+    whose key is a contraction, the scores, and whose weights are 16-bit factors, V): on mma atoms, each warp whole
+    rows of O (warps [k, 1]), so a row's scores, their max and exp(x - m) stay in its lanes;
+    `lower-to-kernel` computes both products on the atoms (`passes/tile_to_kernel/flash.py`).
     """
 
     name = "tile-tensorize"

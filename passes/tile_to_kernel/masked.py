@@ -35,10 +35,10 @@ def trips(m, op: T.ReduceOp) -> Value | None:
 
 
 def chunk_trips(m, op: T.ReduceOp) -> Value | None:
-    """The trips a loop of chunks (`lower_to_kernel._chunk`: its stages' slabs copied each trip) makes: up to its
-    last chunk that the mask leaves an element of for this block, a kernel index counted over its trips before it
-    starts (None where no mask bounds the chunks). Later trips would only copy slabs for folds that skip them:
-    causal attention's chunks of keys past the diagonal."""
+    """The trips a loop of chunks (`lower_to_kernel._chunk`) makes: up to its last chunk that the mask leaves an
+    element of for this block, a kernel index counted over its trips before it starts (None where no mask bounds
+    the chunks). Later trips would only skip their folds, after copying their stages' slabs: causal attention's
+    chunks of keys past the diagonal."""
     from .lower_to_kernel import _chunk
 
     inner = _chunk(op)
