@@ -303,13 +303,14 @@ class Monoid:
         kept as k. That is the combine of the carrier with the elements' fold, the key taken before the sums."""
         if self.name != "online":
             return None
-        # exp(a0 - k) scales the sums; a side with no terms yet (a0 = -inf) contributes nothing, also where k is
-        # -inf (its exp(-inf - -inf) would be NaN).
+        # exp(a0 - k) scales the sums; a side with no terms yet (a0 = -inf) contributes nothing: exp(-inf - k) is
+        # 0, also where k is -inf, read as 0 (exp(-inf - -inf) would be NaN). The guard is on k, shared by every
+        # element of a row, not on each a0.
         steps = [
-            CombineStep("d", "sub", ("a0", "k")),
-            CombineStep("e", "exp", ("d",)),
-            CombineStep("n", "eq", ("a0", float("-inf"))),
-            CombineStep("s", "select", ("n", 0.0, "e")),
+            CombineStep("n", "eq", ("k", float("-inf"))),
+            CombineStep("z", "select", ("n", 0.0, "k")),
+            CombineStep("d", "sub", ("a0", "z")),
+            CombineStep("s", "exp", ("d",)),
         ]
         steps += [CombineStep(f"r{i}", "mul", (f"a{i}", "s")) for i in range(1, width)]
         return "maximum", tuple(steps), tuple(f"r{i}" for i in range(1, width))

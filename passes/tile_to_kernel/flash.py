@@ -133,12 +133,20 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     first = kb.scalar("mul", lane_t, kb.const(2, index))
     m.env[op.iv] = kb.scalar("add", first, kb.const(offsets, TensorType(index, (1, keys // 4))), hint="key")
     m.env[scores.results[0]] = s_tile
-    for o in ops.key_ops:
-        if isinstance(o, T.IndexOp):
-            m.env[o.result] = m.index_tile(expand(o.index_expr()))
-        else:
-            m.op(o)
-    x = m.get(op.yielded[0])
+    x_type = TensorType(f32, lanes)
+    mask = masked.kept(m, op) if m.skip_masked else None
+    if mask is None:
+        x = _key(m, ops.key_ops, op.yielded[0], x_type)
+    else:  # a chunk the mask keeps whole (below a causal diagonal) skips evaluating it
+        every, value = mask
+        common = _closure(ops.key_ops, value)
+        _key(m, common, value, x_type)
+        with kb.if_(every, [x_type]) as br:
+            with br.then():
+                br.yield_(_key(m, [], value, x_type))
+            with br.otherwise():
+                br.yield_(_key(m, [o for o in ops.key_ops if o not in common], op.yielded[0], x_type))
+        x = br.results[0]
 
     # 3. the new key: the carrier's joined with each row's largest x (the lane's, then the row's four lanes')
     (monoid, _, results) = op.carriers[0]
@@ -169,6 +177,30 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
             acc = kb.mma(_operand_a(kb, p, tile[0], keys, j), vb, acc, "o")
         out.append(acc)
     return out
+
+
+def _key(m, key_ops, x: Value, t: TensorType) -> Value:
+    """The key ops materialized on the lane's tile of scores (indices as tiles of the lane's rows and keys), and
+    `x` as a tile of type `t`."""
+    for o in key_ops:
+        if isinstance(o, T.IndexOp):
+            m.env[o.result] = m.index_tile(expand(o.index_expr()))
+        else:
+            m.op(o)
+    v = m.get(x)
+    return v if v.type == t else m.kb.splat(v, t)
+
+
+def _closure(key_ops, v: Value) -> list:
+    """The key ops `v` is computed by, in order."""
+    need, todo = set(), [v]
+    by_result = {r: o for o in key_ops for r in o.results}
+    while todo:
+        o = by_result.get(todo.pop())
+        if o is not None and o not in need:
+            need.add(o)
+            todo.extend(o.operands)
+    return [o for o in key_ops if o in need]
 
 
 _KIND = {m.op: name for name, m in MONOIDS.items() if m.width == 1}  # kernel.reduce's kind of a join op

@@ -55,6 +55,24 @@ def chunk_trips(m, op: T.ReduceOp) -> Value | None:
     return lp.results[0]
 
 
+def kept(m, op: T.ReduceOp) -> tuple[Value, Value] | None:
+    """(a kernel bool, true where the mask keeps every element of `op` for this block; the value it keeps) for a
+    reduction of one carrier whose key the mask selects (None where no mask bounds it): a chunk below the diagonal
+    of causal attention need not evaluate its mask."""
+    if op.bind or op.vector > 1 or len(op.carriers) != 1:
+        return None
+    monoid, _, _ = op.carriers[0]
+    masked = _mask(op.yielded[0], monoid.name)
+    if masked is None:
+        return None
+    cond, identity_when = masked
+    truth = _Bounds(m, op).truth(cond)
+    if truth is None:
+        return None
+    _, a, b = op.yielded[0].owner.operands
+    return (truth[1], b) if identity_when else (truth[0], a)
+
+
 def skipped(m, op: T.ReduceOp) -> Value | None:
     """A kernel bool, true where the mask covers every element of `op` for this block (None where no mask bounds
     it); `trips`' conditions."""
