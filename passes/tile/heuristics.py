@@ -66,13 +66,16 @@ DECODE_LANE_OUTPUTS = 4
 # does not hide.
 ATTENTION_WARPS_PER_SM = 16
 # Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): blocks of
-# ATTENTION_MMA_WARPS warps, each ATTENTION_MMA_WARP_ROWS query rows (16 where the queries do not come in such
-# blocks), whole rows (a row's scores, max and exp(x - m) stay in its lanes): each K/V fragment a warp reads from
-# shared memory serves its 32 rows, where 16 left F3 bound by shared-memory reads. Chunks of ATTENTION_MMA_KEYS
-# keys, halved while a lane's scores and O (warp rows x (keys + head dimension) / 32 values) exceed
-# ATTENTION_MMA_REGISTERS.
+# ATTENTION_MMA_WARPS warps, each whole query rows (a row's scores, max and exp(x - m) stay in its lanes): 16, or
+# ATTENTION_MMA_WARP_ROWS for a head dimension over ATTENTION_MMA_NARROW_HEAD where the queries come in such blocks
+# (each K/V fragment a warp reads from shared memory then serves twice the rows). On an H100
+# (bench/results/attention_mma-h100-2026-11-26/ab): head dimension 128 (F3) 272 -> 220 us with 32 rows; 64 (F1,
+# F2) 22 -> 25 and 132 -> 147 us, its smaller tiles leaving room for more blocks a multiprocessor. Chunks of
+# ATTENTION_MMA_KEYS keys, halved while a lane's scores and O (warp rows x (keys + head dimension) / 32 values)
+# exceed ATTENTION_MMA_REGISTERS.
 ATTENTION_MMA_WARPS = 4
 ATTENTION_MMA_WARP_ROWS = 32
+ATTENTION_MMA_NARROW_HEAD = 64
 ATTENTION_MMA_KEYS = 64
 ATTENTION_MMA_REGISTERS = 160
 # ... its K/V rings as deep as leave shared memory for ATTENTION_MMA_BLOCKS_PER_SM blocks a multiprocessor (a
@@ -203,7 +206,8 @@ class Heuristic:
         m, n = band.extents[m_dim], band.extents[n_dim]
         if _recomputes_a(band) and self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
             warps = ATTENTION_MMA_WARPS
-            rows = warps * (ATTENTION_MMA_WARP_ROWS if m % (warps * ATTENTION_MMA_WARP_ROWS) == 0 else 16)
+            wide = n > ATTENTION_MMA_NARROW_HEAD and m % (warps * ATTENTION_MMA_WARP_ROWS) == 0
+            rows = warps * (ATTENTION_MMA_WARP_ROWS if wide else 16)
             return rows, n, warps * target().warp_size
         if _recomputes_a(band):  # a thread's tile spans N, so each A element (a score) is computed once
             rows = max(1, THREAD_OUTPUTS // n)
