@@ -353,6 +353,17 @@ def k_dim(load: LoadOp, k: Value) -> int:
     return -2 if coefficient(expand(load.index_exprs()[-2]), k) else -1
 
 
+def folds_chunks(r: ReduceOp) -> bool:
+    """Whether `r` is the keys' reduction of attention laid out on atoms: lower-to-kernel folds its keys a chunk at
+    a time on the atoms (`passes/tile_to_kernel/flash.py`), so it is chunked even into one chunk (the chunk is the
+    fold's unit, its K and V slabs staged outside it)."""
+    loop = next((lp for lp in enclosing_loops(r) if "atom" in lp.attributes), None)
+    if loop is None or len(loop.ivs) != 2:
+        return False
+    ops = attention_operands(loop, *loop.ivs, 1)
+    return not isinstance(ops, str) and ops.contraction.reduce is r
+
+
 def atom_step(r: ReduceOp) -> int:
     """The k of the atom `r` is computed on when it is the contraction of a loop laid out on one (its trips must
     come in whole atom steps: a pass that splits it keeps the pieces multiples of it), else 1."""

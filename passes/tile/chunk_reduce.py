@@ -18,7 +18,8 @@ class TileChunkReduce(Pass):
     Each outer trip is where the slabs a chunk reads can be staged (`tile-stage-inputs`), and the unit a
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
     chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
-    `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. A reduction
+    `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. Attention laid out
+    on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit). A reduction
     computed in the element (attention's scores inside its keys' loop) moves into the chunk with the rest of the
     body.
     """
@@ -40,7 +41,7 @@ class TileChunkReduce(Pass):
             step = fragments.atom_step(r)
             if bk % step:
                 self.remark(r, f"not chunked by {bk}: its tensor-core atom takes {step} iterations a step")
-            elif 1 < bk < r.extents[0] and r.extents[0] % bk == 0:
+            elif 1 < bk < r.extents[0] + fragments.folds_chunks(r) and r.extents[0] % bk == 0:
                 chunk(r, bk)
 
 

@@ -411,6 +411,9 @@ class Heuristic:
             chunk = ATTENTION_MMA_KEYS
             while chunk > 16 and rows * (chunk + cols) // target().warp_size > ATTENTION_MMA_REGISTERS:
                 chunk //= 2
+            while k % chunk:
+                chunk //= 2
+            return chunk  # one chunk of all the keys too: the fold's unit (`fragments.folds_chunks`)
         while chunk > 1 and k % chunk:
             chunk //= 2
         return chunk if chunk < k else 1
