@@ -94,7 +94,7 @@ def test_causal_chunks_past_the_diagonal_are_not_walked():
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
     """The llm suite's prefill shapes (F1: head dimension 64, F3: 128) at a shorter length: one kernel on mma
-    atoms, 32 query rows a warp, no register spills for sm_90a."""
+    atoms, 16 query rows a warp (32 for the wider head), no register spills for sm_90a."""
     from irforge.dialects.cuda import ops as C
 
     from irforge.runtime.nvrtc import resource_usage
@@ -105,7 +105,7 @@ def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
     )  # fmt: skip
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
     (loop,) = _on_atoms(m)
-    assert loop.attributes["warps"] == (4, 1) and loop.extents == (128, head_dim)
+    assert loop.attributes["warps"] == (4, 1) and loop.extents == (128 if head_dim > 64 else 64, head_dim)
     run_pipeline(m, "tile-to-kernel,kernel-to-cuda")
     (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
     usage = resource_usage(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")
