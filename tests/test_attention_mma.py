@@ -46,7 +46,7 @@ def _on_atoms(module) -> list[T.ForOp]:
     kv_heads=st.integers(1, 2),
     group=st.sampled_from([1, 2]),
     queries=st.sampled_from([64, 128]),
-    keys=st.sampled_from([16, 48, 64, 128]),
+    keys=st.sampled_from([16, 48, 64, 128, 256]),
     e=st.sampled_from([16, 32]),
     ev=st.sampled_from([16, 32]),
     mask=st.sampled_from(["none", "causal"]),
