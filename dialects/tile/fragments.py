@@ -286,7 +286,11 @@ def attention_operands(root: Operation, rows: Value, cols: Value, atom_k: int = 
     key_ops = _key_ops(r, scores, x)
     if isinstance(key_ops, str):
         return key_ops
-    stray = [o for o in r.body.ops[:-1] if id(o) not in inside and o not in key_ops and o is not scores]
+    stray = [
+        o
+        for o in r.body.ops[:-1]
+        if id(o) not in inside and o not in key_ops and o is not scores and not isinstance(o, IndexValueOp)
+    ]
     if stray:
         return f"its element computes '{stray[0].name}' besides its key and weights"
     return AttentionOperands(c, products[0], key_ops, weights)
