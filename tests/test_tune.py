@@ -127,6 +127,50 @@ def test_the_search_finds_the_best_and_never_loses_to_the_heuristic(planted):
         assert entry.gpu == "fake" and entry.candidates == r.measured
 
 
+def test_the_winner_is_never_slower_than_the_heuristic(tmp_path):
+    """The heuristic's point (256 threads per block) is the fastest, and the short ranking measurement shows every
+    other point 10x faster than it is: the search ranks them first, the confirmation measures them again beside
+    the heuristic's point, and the heuristic's wins."""
+    (r,) = tune(tmp_path, None, [("ew", EW)], budget=12, patience=1000, seconds=600, FAKE_BEST_THREADS=256,
+                FAKE_RANK_LIES=1)  # fmt: skip
+    assert r.status == "tuned" and r.candidates[0].point == {}  # the heuristic's point is measured first
+    fooled = [c for c in r.candidates[1:] if c.status == "ok"]
+    assert fooled and max(c.median_s for c in fooled) < r.candidates[0].median_s
+    assert len(r.confirmed) > 1 and r.confirmed[0].point == {}
+    assert r.winner.point == {} and r.winner.median_s == pytest.approx(1e-6) == r.baseline.median_s
+
+
+def test_the_search_spends_its_candidates_on_the_tensor_cores(tmp_path):
+    """The llm suite's L1 (bf16 512 x 2048 x 2560), whose heuristic schedule runs on wgmma: the first 16 points the
+    search proposes (the cost model standing in for the GPU) stay on the tensor cores. The prior ranks a partly
+    scheduled IR by its completion with the heuristics' values, and drops what it predicts 4x slower than the
+    heuristic's point: ranked as they stood (before tile-tensorize, every point on the CUDA cores), the first
+    decisions (cooperative-reduce, blockify's threads) led the search to CUDA-core products 30-5000x slower."""
+    from irforge.bench.case import select, suite
+    from irforge.tune import cost
+    from irforge.tune.command import capture_case
+    from irforge.tune.space import Space
+
+    prefix, suffix = split_lowering()
+    (case,) = select(suite("llm"), "L1")
+    tuner = fake_tuner(tmp_path, None, budget=17, patience=1000, seconds=600, compile_only=True)
+    try:
+        (task,), _ = kernel_tasks([("L1", capture_case(case, prefix))], suffix, tuner)
+        (r,) = tuner.run([task])
+    finally:
+        tuner.close()
+    space = Space(task.module, suffix)
+
+    def tensor_flops(point) -> float:
+        return sum(n for _, n in cost.features(space.schedule_of(space.values_of(point))).tensor_flops)
+
+    assert r.status == "compiled" and r.candidates[0].point == {} and tensor_flops({}) >= 512 * 2048 * 2560 * 2
+    proposed = [c for c in r.candidates[1:] if c.status == "ok"]
+    assert len(proposed) == 16
+    assert sum(tensor_flops(c.point) > 0 for c in proposed) >= 14
+    assert all(c.predicted_s <= 4 * r.baseline.predicted_s for c in proposed)
+
+
 def test_a_run_is_reproducible_from_its_seed(tmp_path):
     _, suffix = split_lowering()
     tuner = fake_tuner(tmp_path, None, budget=8, patience=1000, seconds=600)
@@ -272,6 +316,8 @@ def test_tune_refuses_bad_arguments():
     assert rc == 1 and "--budget" in err
     rc, _, err = run("tune", "-c", EW, "--compile-only")
     assert rc == 1 and "--cache DIR" in err
+    rc, _, err = run("tune", "-c", EW, "--prune-ratio", "0.5", "--compile-only", "--cache", "x")
+    assert rc == 1 and "--prune-ratio" in err
 
 
 def test_bench_tuned_replays_through_its_pipeline(planted, tmp_path):

@@ -144,3 +144,41 @@ def test_the_prior_is_trusted_once_it_ranks_like_the_measurements():
             leaf = m.propose()
             m.report(leaf, leaf.predicted if sign > 0 else 200 - leaf.predicted)
     assert good.reliable and not bad.reliable
+
+
+def test_a_starting_point_is_the_incumbent_until_beaten_and_never_proposed_again():
+    """The heuristic's point, measured before the search: rollouts start from it while reported points are
+    slower, nodes on its path carry its time once they join the tree, and it is not proposed."""
+    time, target = problem(2)
+    m = SPMCTS(Tree(time, 0.0), (), seed=0)
+    m.start(target, time(target), key=target)
+    assert m.root.best == m.best_time == time(target) == 1.0
+    proposed = []
+    for _ in range(40):
+        leaf = m.propose()
+        proposed.append(leaf.state)
+        m.report(leaf, time(leaf.state))
+        assert m.incumbent == target and m.best_time == 1.0
+    assert target not in proposed
+    on_path = m.root
+    while on_path.children:
+        on_path = next((n for n in on_path.children if n.leads_to(target[len(on_path.path()) - 1])), None)
+        if on_path is None:
+            break
+        assert on_path.best == 1.0
+    # the first rollouts are its neighbours: a few decisions changed
+    assert sum(a != b for a, b in zip(proposed[0], target)) <= 3
+
+
+def test_children_and_leaves_predicted_past_the_cutoff_are_not_proposed():
+    time, target = problem(3)
+    tree = Tree(time, 0.0)
+    cutoff = 4.0  # the prior completes a child with the middle values: 3.3 or more here
+    m = SPMCTS(tree, (), seed=0, cutoff=cutoff)
+    m.start(target, time(target))
+    seen = []
+    while (leaf := m.propose()) is not None and len(seen) < 300:
+        seen.append(leaf)
+        m.report(leaf, time(leaf.state))
+    assert len(seen) == 300 and all(leaf.predicted <= cutoff for leaf in seen)
+    assert m.unlikely > 0

@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time", type=float, default=60.0, metavar="S", help="seconds per kernel (60)")
     p.add_argument("--patience", type=int, default=60, metavar="N", help="stop after N candidates without a gain (60)")
     p.add_argument("--seed", type=int, default=0, help="the search's seed (0): a run is reproducible")
+    p.add_argument("--prune-ratio", type=float, default=4.0, metavar="R", help="leave out points the cost model "
+                   "predicts R times slower than the heuristic's (4)")  # fmt: skip
     p.add_argument("--gpus", type=int, default=1, metavar="N", help="tune N kernels at once, one worker per GPU")
     p.add_argument("--jobs", type=int, default=0, metavar="N", help="compile processes (default: one per core)")
     p.add_argument("--timeout", type=float, default=20.0, metavar="S", help="a measurement's limit (20 s)")
@@ -66,6 +68,8 @@ def run(args, out, err) -> int:
         raise error("say what to tune: a Python file, -c EXPR, or --suite NAME")
     if args.budget < 1 or args.time <= 0 or args.patience < 1 or args.gpus < 1 or args.jobs < 0:
         raise error("--budget, --patience and --gpus take a count of at least 1, --time a positive time")
+    if not args.prune_ratio >= 1:
+        raise error("--prune-ratio takes a ratio of at least 1 (the heuristic's own point must stay)")
     if args.compile_only and not args.cache:
         raise error("--compile-only writes into a cache: give it --cache DIR")
     if not (args.compile_only or args.show) and not has_gpu():
@@ -99,6 +103,7 @@ def _run(args, arch, out, err) -> int:
         timeout=args.timeout,
         compile_only=args.compile_only,
         retune=args.retune,
+        prune_ratio=args.prune_ratio,
     )
     programs = _programs(args, prefix, err) if (args.file or args.snippet or args.suite) else []
     if args.show:

@@ -130,7 +130,8 @@ def report(results, out, verbose: int = 0, compiled_only: bool = False) -> None:
         what = "predicted" if compiled_only else "median"
         title = (
             f"{r.task.name}: {r.measured} {'compiled' if compiled_only else 'measured'}, {r.pruned} pruned, "
-            f"{r.failed} failed, {r.refused} refused and {r.merged} merged values in the tree; "
+            f"{r.failed} failed, {r.refused} refused and {r.merged} merged values in the tree, {r.unlikely} left out "
+            f"as predicted far slower than the heuristic's; "
             f"{r.decisions} decisions, {r.space_size:.3g} points; {r.seconds:.0f} s"
             + ("; the prior was trusted (PUCT)" if r.reliable else "")
         )

@@ -22,7 +22,13 @@ ones. Each round:
 3. the leaf is handed out (`propose`, with the tree node it hangs from) and its time comes back later (`report`;
    None for a point that failed or was pruned once compiled). Visits are counted when a leaf is proposed, so
    several leaves can be out at once; a leaf (by `key`) is never proposed twice; a node whose leaves have all been
-   proposed is exhausted, and `propose` returns None when the root is.
+   proposed is exhausted, and `propose` returns None when the root is (or when `tries` descents in a row found
+   nothing new that the prior deems likely).
+
+A point measured before the search (`start`: the heuristics' own) is the incumbent until a reported time beats it,
+and every node on its path carries its time once it joins the tree (as a node below which any reported point lies
+does). With a `cutoff`, children and rollout leaves the prior predicts slower than it are left out (`unlikely`):
+the tuner puts it at a multiple of the heuristics' predicted time, so the budget goes where the speed is.
 
 The prior is *reliable* once `min_pairs` reported leaves carry a prediction and a time, and their ranks agree
 (Spearman's rho >= `reliable_rho`). Everything random draws from one seeded generator: with the same reports in the
@@ -52,6 +58,11 @@ class Node:
 
     def leads_to(self, value) -> bool:
         return value == self.value or value in self.aliases
+
+    def holds(self, values: tuple) -> bool:
+        """Whether the point `values` lies below this node."""
+        path = self.path()[1:]
+        return len(values) >= len(path) and all(n.leads_to(v) for n, v in zip(path, values))
 
     def path(self) -> list[Node]:
         out, n = [], self
@@ -83,9 +94,11 @@ class SPMCTS:
         beta: float = 2.0,
         widen: float = 1.0,
         changes: float = 1.5,
-        samples: int = 3,
+        samples: int = 4,
         min_pairs: int = 8,
         reliable_rho: float = 0.5,
+        cutoff: float = math.inf,
+        tries: int = 200,
     ):
         self.tree = tree
         self.rng = random.Random(seed)
@@ -93,6 +106,9 @@ class SPMCTS:
         self.change = min(1.0, changes / max(tree.depth, 1))  # the chance each decision leaves the incumbent
         self.samples = samples
         self.min_pairs, self.reliable_rho = min_pairs, reliable_rho
+        self.cutoff = cutoff  # predicted seconds past which a child or a leaf is not worth measuring
+        self.unlikely = 0  # children and leaves left out for it
+        self.tries = tries
         self.root = Node(root_state, leaf=tree.is_leaf(root_state))
         self.best_time = math.inf
         self.best: Proposal | None = None
@@ -100,6 +116,20 @@ class SPMCTS:
         self.pairs: list[tuple[float, float]] = []  # (predicted, measured) of reported leaves
         self.times: list[float] = []  # every reported time, sorted
         self.proposed: set = set()  # keys of the leaves handed out
+        self.reported: list[tuple[tuple, float]] = []  # (values, seconds) of every leaf with a time
+
+    def start(self, values: tuple, seconds: float, key=None) -> None:
+        """A point measured before the search (the heuristics' own): it is the incumbent until something beats
+        it, its time bounds the scale, the nodes on its path will carry it as their best once they join the tree,
+        and it is not proposed again (`key`)."""
+        if key is not None:
+            self.proposed.add(key)
+        self.incumbent = values
+        if seconds is not None and math.isfinite(seconds):
+            self.root.best = min(self.root.best, seconds)
+            self.best_time = min(self.best_time, seconds)
+            bisect.insort(self.times, seconds)
+            self.reported.append((values, seconds))
 
     # ---- the prior ----------------------------------------------------------------------------------------------
     @property
@@ -118,8 +148,11 @@ class SPMCTS:
 
     # ---- proposing ----------------------------------------------------------------------------------------------
     def propose(self) -> Proposal | None:
-        """The next leaf to measure, or None when every leaf has been proposed."""
-        while not self.root.exhausted:
+        """The next leaf to measure, or None when every leaf has been proposed (or `tries` descents in a row found
+        nothing new and likely: what is left is not worth measuring)."""
+        for _ in range(self.tries):
+            if self.root.exhausted:
+                break
             node = self._descend()
             if node is None:
                 continue  # found empty and marked exhausted: start again from the root
@@ -164,7 +197,14 @@ class SPMCTS:
         """The most promising of `samples` leaves below `state` (by the prior) not proposed yet, or None."""
         leaves = [leaf for leaf in (self._walk(state) for _ in range(self.samples)) if leaf is not None]
         leaves = [leaf for leaf in leaves if self.tree.key(leaf) not in self.proposed]
-        return min(leaves, key=lambda s: _finite_or_inf(self.tree.predict(s)), default=None)
+        scored = [(self.tree.predict(s), s) for s in leaves]
+        likely = [(p, s) for p, s in scored if not self._unlikely(p)]
+        self.unlikely += len(scored) - len(likely)
+        return min(likely, key=lambda ps: _finite_or_inf(ps[0]), default=(None, None))[1]
+
+    def _unlikely(self, predicted: float | None) -> bool:
+        """Predicted past the cutoff (an unknown prediction is not)."""
+        return predicted is not None and not predicted <= self.cutoff
 
     def _walk(self, state):
         """A leaf below `state`, a step at a time (None when every value of some decision is refused)."""
@@ -188,11 +228,15 @@ class SPMCTS:
         """The node's children that still have something to propose (expanding it first); an empty node is marked
         exhausted."""
         if node.children is None:
-            node.children = [
+            children = [
                 Node(state, node, value, predicted, tuple(aliases), leaf=self.tree.is_leaf(state))
                 for value, state, predicted, aliases in self.tree.expand(node.state)
             ]
+            node.children = [n for n in children if not self._unlikely(n.predicted)]
+            self.unlikely += len(children) - len(node.children)
             node.children.sort(key=lambda n: _finite_or_inf(n.predicted))  # stable: ties keep the tree's order
+            for n in node.children:
+                n.best = min((t for values, t in self.reported if n.holds(values)), default=math.inf)
         live = [n for n in node.children if not n.exhausted]
         if not live:
             node.exhausted = True
@@ -229,6 +273,7 @@ class SPMCTS:
         for n in proposal.node.path():
             n.best = min(n.best, seconds)
         bisect.insort(self.times, seconds)
+        self.reported.append((proposal.values, seconds))
         if proposal.predicted is not None and math.isfinite(proposal.predicted):
             self.pairs.append((proposal.predicted, seconds))
         if seconds < self.best_time:

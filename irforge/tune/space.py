@@ -19,15 +19,20 @@ children, one per value of the next decision, after
   nothing here. A value 0 is the heuristic's choice (passes/tile/heuristics.py); the pipeline's values are the
   baseline, the schedule `irforge compile` gives without tuning.
 
-States keep their IR only while they are expanded (it is recomputed from the parent on demand), and a small summary
-of it (`cost.Features`) for the prior. A rollout takes one child at a time (`Space.step`: one pass run, no
+States keep their IR only while they are expanded (it is recomputed from the parent on demand), and for the prior
+a small summary (`cost.Features`) of the whole schedule the state leads to with the undecided options at the
+pipeline's values (a partly scheduled IR says little: before tile-tensorize runs every point computes on the CUDA
+cores). Pass runs are remembered by what went in (`Space._lowered`): rollouts and completions repeat them. A
+rollout takes one child at a time (`Space.step`: one pass run, no
 siblings, no merging; `Space.finish` gives the leaf its digest), and a winner is reported without the decisions
 that change nothing in its schedule (`Space.simplest`).
 """
 
 from __future__ import annotations
 
+import collections
 import math
+import weakref
 from dataclasses import dataclass, field
 
 from irforge.attributes import DictAttr
@@ -39,6 +44,7 @@ from irforge.pass_manager import PassManager, ScheduledPass
 from irforge.pipeline import schedule_text
 
 TUNING_LEVEL = "loop"  # where kernels are formed and nothing is scheduled yet
+MEMO = 2048  # pass runs a space remembers
 
 
 # ---- the lowering and its decisions ----------------------------------------------------------------------------
@@ -210,7 +216,7 @@ class State:
     pos: int
     parent: State | None = None
     digest: str | None = None
-    features: object = None  # cost.Features of the IR (or the probe)
+    features: object = None  # cost.Features of the IR (or the probe) completed with the pipeline's values
     module: Operation | None = field(default=None, repr=False)  # kept while expanded
 
 
@@ -232,6 +238,8 @@ class Space:
         self.end = max((d.at for d in self.decisions), default=-1) + 1
         self.features = features  # IR -> cost.Features (None: no prior)
         self.baseline = tuple(d.baseline for d in self.decisions)
+        self._memo: collections.OrderedDict = collections.OrderedDict()  # (lineage, pass, options) -> IR or error
+        self._lineage: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # IR made here -> its lineage
 
     @property
     def size(self) -> int:
@@ -254,18 +262,33 @@ class Space:
         return len(state.values) == len(self.decisions)
 
     def root(self) -> State:
-        m = self.module.clone()
         first = self.decisions[0].at if self.decisions else self.end
-        self._run(m, 0, first, {})
-        return self._state((), first, None, m)
+        m = self._lowered(self.module, 0, first, {})
+        return self._state((), first, None, m, at=first)
 
-    def _state(self, values, pos, parent, module, keep=True) -> State:
+    def _state(self, values, pos, parent, module, at, keep=True) -> State:
+        """A state whose IR `module` stands before schedule[at]."""
         s = State(values, pos, parent, digest(module))
-        if self.features is not None:
-            s.features = self.features(module)
+        s.features = self.completed_features(module, at, values)
         if keep:
             s.module = module
         return s
+
+    def completed_features(self, module: Operation, at: int, values: tuple):
+        """The features of the schedule a state leads to with the decisions not made yet at the pipeline's
+        values (`module` stands before schedule[at]): what the prior ranks. A partly scheduled IR says little
+        about the kernel it becomes (before tile-tensorize runs, every point computes on the CUDA cores); its
+        completion by the heuristics is a whole schedule. None without a cost model, or when the completion is
+        refused."""
+        if self.features is None:
+            return None
+        if at >= self.end:
+            return self.features(module)
+        try:
+            m = self._lowered(module, at, self.end, self.point(values))
+        except Exception:  # refused (or a pass's bug) with the heuristics' values: no prediction
+            return None
+        return self.features(m)
 
     def materialize(self, state: State) -> Operation:
         """The state's IR, recomputed from its parent's when it was let go."""
@@ -273,16 +296,40 @@ class Space:
             parent = self.materialize(state.parent)
             d = self.decisions[len(state.values) - 1]
             if d.last:
-                m = parent.clone()
-                self._run(m, d.at, state.pos, self.point(state.values))
-                state.module = m
+                state.module = self._lowered(parent, d.at, state.pos, self.point(state.values))
             else:
                 state.module = parent
         return state.module
 
-    def _run(self, module: Operation, start: int, end: int, point: dict) -> None:
-        set_tune(module, point)
-        PassManager(self.schedule[start:end]).run(module)
+    def _lowered(self, module: Operation, start: int, end: int, point: dict) -> Operation:
+        """`module` (left as it is) run through schedule[start:end] at `point`, a pass at a time, each run
+        remembered by what went in (the IR's lineage: the IR it came from and the pass options that made it) and
+        the pass's options: rollouts and completions run the same passes on the same IR over and over."""
+        key = self._lineage.get(module) or ("ir", digest(module))
+        for i in range(start, end):
+            name = self.schedule[i].pass_.name
+            key = (key, i, repr(sorted(point.get(name, {}).items())))
+            done = self._memo.get(key)
+            if done is None:
+                m = module.clone()
+                set_tune(m, point)
+                try:
+                    PassManager(self.schedule[i : i + 1]).run(m)
+                    done = m
+                except Exception as e:  # remembered too: the same refusal every time
+                    done = e
+                self._memo[key] = done
+                if len(self._memo) > MEMO:
+                    self._memo.popitem(last=False)
+            else:
+                self._memo.move_to_end(key)
+            if isinstance(done, Exception):
+                raise done
+            module = done
+        out = module.clone()
+        set_tune(out, point)
+        self._lineage[out] = key
+        return out
 
     def expand(self, state: State) -> Expansion:
         """The children of `state`: pruned, merged, each with its features."""
@@ -296,9 +343,8 @@ class Space:
         refused: list[tuple[object, str]] = []
         for v in ordered:
             values = (*state.values, v)
-            m = module.clone()
             try:
-                self._run(m, d.at, end, self.point(values))
+                m = self._lowered(module, d.at, end, self.point(values))
             except IRForgeError as e:
                 refused.append((v, _reason(e)))
                 if not d.last and self._rescued(module, len(state.values), values):
@@ -307,7 +353,7 @@ class Space:
             except Exception as e:  # a pass's bug: that value cannot be scheduled; the search goes on without it
                 refused.append((v, f"internal error: {type(e).__name__}: {e}"))
                 continue
-            child = self._state(values, end if d.last else d.at, state, m, keep=False)
+            child = self._state(values, end if d.last else d.at, state, m, at=end, keep=False)
             tried.append((v, child))
         children, merged = _merge(tried, d.baseline)
         order = {v: i for i, v in enumerate(d.values)}
@@ -331,7 +377,7 @@ class Space:
                     continue
                 trial = (*values, *(x.baseline for x in self.decisions[index + 1 : j]), v)
                 try:
-                    self._run(module.clone(), d.at, d.at + 1, self.point(trial))
+                    self._lowered(module, d.at, d.at + 1, self.point(trial))
                     return True
                 except Exception:
                     continue
@@ -346,11 +392,10 @@ class Space:
             child = State(values, d.at, state)
             child.module = self.materialize(state)
             return child
-        m = self.materialize(state).clone()
         nxt = len(values)
         stop = self.decisions[nxt].at if nxt < len(self.decisions) else self.end
         try:
-            self._run(m, d.at, stop, self.point(values))
+            m = self._lowered(self.materialize(state), d.at, stop, self.point(values))
         except Exception:  # refused (or a pass's bug): not a child
             return None
         child = State(values, stop, state)
@@ -383,9 +428,7 @@ class Space:
 
     def schedule_of(self, values: tuple) -> Operation:
         """The IR a whole point leads to, as a leaf's state stands for it (its `digest` is the leaf's)."""
-        m = self.module.clone()
-        self._run(m, 0, self.end, self.point(values))
-        return m
+        return self._lowered(self.module, 0, self.end, self.point(values))
 
 
 def _merge(tried: list[tuple[object, State]], baseline) -> tuple[list, list]:

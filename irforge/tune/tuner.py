@@ -67,6 +67,7 @@ class Options:
     compile_only: bool = False
     retune: bool = False
     spill_bytes: int = 0  # spill stores a point may have before it is pruned
+    prune_ratio: float = 4.0  # points predicted this many times the heuristic's time are not measured
     measure_module: str = "irforge.tune.jobs"  # what the GPU workers run (prepare, measure)
     compile_module: str = "irforge.tune.jobs"  # what the CPU workers run (compile_point)
     worker_env: dict = field(default_factory=dict)
@@ -122,6 +123,7 @@ class KernelResult:
     pruned: int = 0  # compiled points over a static limit
     refused: int = 0  # values a pass's check refused in the tree
     merged: int = 0  # values that left the same IR as another
+    unlikely: int = 0  # children and rollout leaves predicted past prune_ratio x the heuristic's time
     baseline: Candidate | None = None
     winner: Candidate | None = None
     seconds: float = 0.0
@@ -297,7 +299,6 @@ class Tuner:
         tree = _Tree(space, r)
         seed = (o.seed * 0x9E3779B1 + int(task.key.hash[:8], 16)) % 2**32
         search = SPMCTS(tree, root, seed=seed)
-        search.incumbent = space.baseline  # rollouts start as neighbours of the heuristic's point
         t_start = time.monotonic()
         search_s = max(o.seconds / 2, o.seconds - (o.confirm + 1) * CONFIRM["max_seconds_per_case"])  # room to confirm
 
@@ -313,12 +314,23 @@ class Tuner:
         r.candidates.append(r.baseline)
         if gpu is not None:
             gpu.prepare(task, ref["text"], tolerance(task.module))
+            t_rank = time.monotonic()
             self._measure_one(r, gpu, r.baseline, base["text"])
             if r.baseline.status != "ok":  # recorded: it cost a candidate like any other
                 raise KernelFailed(f"the baseline failed ({r.baseline.status}: {r.baseline.detail})")
+            # room for the confirmation: the best few and the baseline, each measured about as long as the
+            # baseline's ranking took, scaled to the confirmation's runs (up to its cap)
+            scale = (CONFIRM["reps"] + CONFIRM["warmup"]) / (RANK["reps"] + RANK["warmup"])
+            each = min(CONFIRM["max_seconds_per_case"], (time.monotonic() - t_rank) * scale)
+            search_s = max(o.seconds / 2, o.seconds - (o.confirm + 1) * each)
         else:
             r.baseline.median_s = r.baseline.predicted_s
         self._show(r)
+        # the heuristic's point is the incumbent (rollouts start as its neighbours) until a measured point beats
+        # it; points the cost model puts many times past it are not measured
+        search.start(space.baseline, r.baseline.median_s, digest(base_ir))
+        if r.baseline.predicted_s is not None and math.isfinite(r.baseline.predicted_s):
+            search.cutoff = o.prune_ratio * r.baseline.predicted_s
 
         seen = {digest(base_ir): r.baseline}  # final schedule -> its candidate
         pending: deque = deque()
@@ -378,6 +390,7 @@ class Tuner:
                 search.report(leaf, None)
                 since += 1
             r.reliable = search.reliable
+            r.unlikely = search.unlikely
             self._show(r)
         for _, _, future in pending:
             if future is not None:

@@ -3,10 +3,12 @@ processes by the tests (the tests put this folder on their PYTHONPATH).
 
 `compile_point` is the real one with NVRTC left out (fixed resource counts: fast, and no CUBIN is needed: nothing
 runs them). `prepare` and `measure` time nothing: a program's time comes from its launch shape, best at
-`BEST_THREADS` threads per block, so a search has a known best. Planted failures, each once per run (a marker file
-in `FAKE_DIR` remembers, as a real hung kernel would fail once): a program of `FAKE_HANG_THREADS` threads per block
-hangs, one of `FAKE_DIE_THREADS` kills its process (as a fault takes the CUDA context down), one of
-`FAKE_WRONG_THREADS` returns a wrong result.
+`BEST_THREADS` threads per block (`FAKE_BEST_THREADS` moves it), so a search has a known best. With
+`FAKE_RANK_LIES` the short ranking measurement shows every other launch shape 10x faster than it is (the longer
+confirming one tells the truth), as noise can. Planted failures, each once per run (a marker file in `FAKE_DIR`
+remembers, as a real hung kernel would fail once): a program of `FAKE_HANG_THREADS` threads per block hangs, one of
+`FAKE_DIE_THREADS` kills its process (as a fault takes the CUDA context down), one of `FAKE_WRONG_THREADS` returns a
+wrong result.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import os
 import re
 import time
 from pathlib import Path
+
+from irforge.tune.tuner import CONFIRM
 
 BEST_THREADS = 64
 
@@ -38,8 +42,12 @@ def threads_of(text: str) -> int:
     return max((math.prod(int(x) for x in b.split(",")) for b in blocks), default=1)
 
 
+def best_threads() -> int:
+    return int(os.environ.get("FAKE_BEST_THREADS", BEST_THREADS))
+
+
 def fake_seconds(threads: int) -> float:
-    return (1 + abs(threads.bit_length() - BEST_THREADS.bit_length())) * 1e-6
+    return (1 + abs(threads.bit_length() - best_threads().bit_length())) * 1e-6
 
 
 def _first(what: str) -> bool:
@@ -61,5 +69,8 @@ def measure(kernel: str, programs: dict, settings: dict) -> dict:
         if threads == int(os.environ.get("FAKE_WRONG_THREADS", 0)) and _first("wrong"):
             out[name] = {"status": "wrong", "detail": "relative error 1.0e+00 over 1e-04"}
             continue
-        out[name] = {"status": "ok", "median_s": fake_seconds(threads), "reps": settings["reps"]}
+        seconds = fake_seconds(threads)
+        if os.environ.get("FAKE_RANK_LIES") and settings["reps"] < CONFIRM["reps"] and threads != best_threads():
+            seconds /= 10
+        out[name] = {"status": "ok", "median_s": seconds, "reps": settings["reps"]}
     return out
