@@ -1,8 +1,8 @@
-"""Tune seed84 kernels on a GPU within the device machine's limits, with a hanging and a faulting kernel planted in
-the same run, then time the suite's cases with and without the winners.
+"""Tune seed84 and llm kernels on a GPU within the device machine's limits, with a hanging and a faulting kernel
+planted in the same run, then time the suites' cases with and without the winners.
 
-    python3 bench/tune_gpu.py compile [--cases GLOBS] [--bench-cases GLOBS]    # any machine: CUBINs ahead
-    python3 bench/tune_gpu.py run [--cases GLOBS] [--bench-cases GLOBS] [OUT]  # on the GPU: tune, plant, bench
+    python3 bench/tune_gpu.py compile [--cases GLOBS] [--llm-cases GLOBS] [--bench-cases GLOBS]  # any machine
+    python3 bench/tune_gpu.py run [--cases GLOBS] [--llm-cases GLOBS] [--bench-cases GLOBS] [OUT]  # on the GPU
 
 `compile` fills $TUNE_CACHE (default bench/cache/tune, ignored by git: carry it to the GPU machine) with the cases'
 loop-level programs, the CUBINs of the reference and heuristic schedules and of the candidates a search is most
@@ -13,9 +13,10 @@ programs. `run` (on the GPU, from that cache) tunes every distinct kernel of the
 must cost one candidate, recorded as such, and the run must go on. Into OUT (default $OUT, else bench/cache/runs):
 `tune.sqlite` (the database; `--db PATH` keeps it at PATH as well, under bench/cache to go on in a later call on
 the same machine), `tune.json` (per kernel: what the search did, the baseline and the winner), `winners.json` (to
-commit as irforge/tune/winners.json) and `bench/seed84.{json,md}` (eager, irforge, irforge-tuned, interleaved, on
---bench-cases). Exit 1 when a check fails: a planted kernel not costing exactly one candidate, a kernel over its
-budget, a tuned case slower than the heuristic's.
+commit as irforge/tune/winners.json), `bench/seed84.{json,md}` (eager, irforge, irforge-tuned, interleaved, on
+--bench-cases) and, with --llm-cases, `bench/llm.{json,md}` on those. Exit 1 when a check fails: a planted kernel
+not costing exactly one candidate, a kernel over its budget, a tuned case more than 3 % slower than the
+heuristic's.
 """
 
 from __future__ import annotations
@@ -45,12 +46,14 @@ def main() -> int:
     ap.add_argument("mode", choices=("compile", "run"))
     ap.add_argument("out", nargs="?", default=os.environ.get("OUT") or str(ROOT / "bench/cache/runs"))
     ap.add_argument("--cases", default=os.environ.get("CASES", CONTRACTIONS), help="seed84 case globs to tune")
+    ap.add_argument("--llm-cases", default="", help="llm case globs to tune and bench as well (default: none)")
     ap.add_argument("--bench-cases", default=None, help="seed84 case globs to bench after tuning (default: --cases)")
     ap.add_argument("--cache", default=os.environ.get("TUNE_CACHE", str(ROOT / "bench/cache/tune")))
     ap.add_argument("--budget", type=int, default=200, help="candidates per kernel (200)")
     ap.add_argument("--time", type=float, default=60.0, help="seconds per kernel, confirmation included (60)")
     ap.add_argument("--db", default=None, help="continue this database (default: OUT/tune.sqlite)")
     ap.add_argument("--no-plant", action="store_true", help="leave the planted kernels out")
+    ap.add_argument("--jobs", type=int, default=0, help="compile processes (default: one per core)")
     args = ap.parse_args()
     args.bench_cases = args.bench_cases or args.cases
     os.environ["IRFORGE_CACHE_DIR"] = args.cache  # the CUBINs: the workers inherit it
@@ -70,7 +73,7 @@ def jobs(args, capture: bool):
     from irforge.tune.space import split_lowering
 
     prefix, suffix = split_lowering()
-    cases = select(suite("seed84"), args.cases)
+    cases = [*select(suite("seed84"), args.cases), *(select(suite("llm"), args.llm_cases) if args.llm_cases else [])]
     out = [(suffix, [(c.id, loop_module(c.id, lambda c=c: capture_case(c, prefix), args.cache)) for c in cases])]
     if not args.no_plant:
         for name, (snippet, plant, _) in PLANTED.items():
@@ -81,9 +84,15 @@ def jobs(args, capture: bool):
 
             out.append((post, [(name, loop_module(name + snippet + plant, make, args.cache))]))
     if capture:
-        cli(["bench", "--suite", "seed84", "--cases", args.bench_cases, "--systems", "eager,irforge", "--compile-only",
-             "--cache", args.cache])  # fmt: skip
+        for name, cases in benched(args):
+            cli(["bench", "--suite", name, "--cases", cases, "--systems", "eager,irforge", "--compile-only",
+                 "--cache", args.cache])  # fmt: skip
     return out
+
+
+def benched(args) -> list[tuple[str, str]]:
+    """(suite, case globs) timed after tuning."""
+    return [("seed84", args.bench_cases), *([("llm", args.llm_cases)] if args.llm_cases else [])]
 
 
 def tasks_of(groups, tuner):
@@ -106,7 +115,7 @@ def tune_all(args, db, compile_only: bool) -> list:
     from irforge.tune.tuner import Options, Tuner
 
     groups = jobs(args, capture=compile_only)
-    o = Options(budget=args.budget, seconds=args.time, compile_only=compile_only, timeout=15.0)
+    o = Options(budget=args.budget, seconds=args.time, compile_only=compile_only, timeout=15.0, jobs=args.jobs)
     tuner = Tuner(db, o, Lines(sys.stdout, verbose=0))
     try:
         return tuner.run(tasks_of(groups, tuner))
@@ -148,12 +157,15 @@ def run(args) -> bool:
         shutil.copy(db.path, out / "tune.sqlite")  # the database kept on the machine (--db) comes back too
     print(f"tuning: {tuned_s:.0f} s; {n} winners in {out / 'winners.json'}; database {db.path}")
     t1 = time.monotonic()
-    bench = ["bench", "--suite", "seed84", "--cases", args.bench_cases, "--systems", "eager,irforge", "--tuned",
-             "--db", str(db.path), "--cache", args.cache]  # fmt: skip
-    cli([*bench, "--compile-only", "--jobs", str(os.cpu_count() or 1)])  # every core, before the timed run
-    rc = cli([*bench, "-o", str(out / "bench")])
-    print(f"bench --tuned: {time.monotonic() - t1:.0f} s")
-    return ok and rc == 0 and check_bench(out / "bench" / "seed84.json")
+    for name, cases in benched(args):
+        bench = ["bench", "--suite", name, "--cases", cases, "--systems", "eager,irforge", "--tuned",
+                 "--db", str(db.path), "--cache", args.cache]  # fmt: skip
+        cli([*bench, "--compile-only", "--jobs", str(os.cpu_count() or 1)])  # every core, before the timed run
+        rc = cli([*bench, "-o", str(out / "bench")])
+        good = rc == 0 and check_bench(out / "bench" / f"{name}.json")
+        ok = ok and good
+    print(f"bench --tuned: {time.monotonic() - t1:.0f} s; in all {time.monotonic() - t0:.0f} s")
+    return ok
 
 
 def check(results, args) -> bool:
@@ -185,7 +197,7 @@ def summary(results, seconds: float) -> dict:
             "kernel": r.task.name, "uses": r.task.uses, "status": r.status, "detail": r.detail,
             "candidates": r.measured, "pruned": r.pruned, "failed": r.failed, "seconds": round(r.seconds, 1),
             "baseline_s": base, "best_s": best, "speedup": base / best if base and best else None,
-            "winner": r.winner.point if r.winner else None, "prior_trusted": r.reliable,
+            "winner": r.winner.point if r.winner else None, "prior_trusted": r.reliable, "left_out": r.unlikely,
         })  # fmt: skip
     gains = [x["speedup"] for x in rows if x["speedup"]]
     geomean = math.exp(sum(map(math.log, gains)) / len(gains)) if gains else None
@@ -209,7 +221,7 @@ def check_bench(path: Path) -> bool:
             ok = False
     if ratios:
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"seed84 cases: tuned vs heuristic geomean {geo:.3f}x over {len(ratios)} cases")
+        print(f"{report['suite']} cases: tuned vs heuristic geomean {geo:.3f}x over {len(ratios)} cases")
     return ok
 
 
