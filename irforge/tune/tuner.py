@@ -51,6 +51,7 @@ from .worker import RemoteError, Worker, WorkerFailed
 RANK = {"reps": 20, "min_reps": 5, "warmup": 3, "max_seconds_per_case": 0.25}
 CONFIRM = {"reps": 100, "min_reps": 10, "warmup": 10, "max_seconds_per_case": 2.0}
 FAILED = ("wrong", "error", "fault", "timeout", "crash")
+AHEAD = 4  # candidates compiling while the GPU measures
 
 
 @dataclass
@@ -334,7 +335,9 @@ class Tuner:
 
         seen = {digest(base_ir): r.baseline}  # final schedule -> its candidate
         pending: deque = deque()
-        in_flight = self.jobs + 2
+        # compiles kept ahead of the GPU: enough to hide one (1-2 s) behind proposing and measuring those before
+        # it, few enough that the first measurements, the search's feedback, come early (a proposal takes 0.3-1 s)
+        in_flight = min(self.jobs, AHEAD) + 1
         best, since = r.baseline.median_s, 0
         exhausted = False
         while True:
@@ -344,7 +347,7 @@ class Tuner:
                 or since >= o.patience
                 or r.pruned > 20 * o.budget
             )
-            while not stop and not exhausted and len(pending) < in_flight:
+            while not stop and not exhausted and len(pending) < in_flight and time.monotonic() - t_start < search_s:
                 leaf = search.propose()
                 if leaf is None:
                     exhausted = True
