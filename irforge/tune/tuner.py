@@ -52,6 +52,7 @@ RANK = {"reps": 20, "min_reps": 5, "warmup": 3, "max_seconds_per_case": 0.25}
 CONFIRM = {"reps": 100, "min_reps": 10, "warmup": 10, "max_seconds_per_case": 2.0}
 FAILED = ("wrong", "error", "fault", "timeout", "crash")
 AHEAD = 4  # candidates compiling while the GPU measures
+FLUSH_S = 50e-6  # the L2 flush before each timed run
 
 
 @dataclass
@@ -315,15 +316,15 @@ class Tuner:
         r.candidates.append(r.baseline)
         if gpu is not None:
             gpu.prepare(task, ref["text"], tolerance(task.module))
-            t_rank = time.monotonic()
+            t_start = time.monotonic()  # the kernel's seconds: its reference run (and a new worker's start) are not
             self._measure_one(r, gpu, r.baseline, base["text"])
             if r.baseline.status != "ok":  # recorded: it cost a candidate like any other
                 raise KernelFailed(f"the baseline failed ({r.baseline.status}: {r.baseline.detail})")
-            # room for the confirmation: the best few and the baseline, each measured about as long as the
-            # baseline's ranking took, scaled to the confirmation's runs (up to its cap)
-            scale = (CONFIRM["reps"] + CONFIRM["warmup"]) / (RANK["reps"] + RANK["warmup"])
-            each = min(CONFIRM["max_seconds_per_case"], (time.monotonic() - t_rank) * scale)
-            search_s = max(o.seconds / 2, o.seconds - (o.confirm + 1) * each)
+            # room for the confirmation: the best few and the baseline, each costing what the baseline's ranking
+            # cost (loading, checking, timing) and the confirmation's further runs at about its time
+            runs = CONFIRM["reps"] + CONFIRM["warmup"] - RANK["reps"] - RANK["warmup"]
+            each = time.monotonic() - t_start + runs * (r.baseline.median_s + FLUSH_S)
+            search_s = max(o.seconds / 2, o.seconds - (o.confirm + 1) * min(CONFIRM["max_seconds_per_case"], each))
         else:
             r.baseline.median_s = r.baseline.predicted_s
         self._show(r)
