@@ -139,20 +139,21 @@ def run(args) -> bool:
     from irforge.runtime import has_gpu
     from irforge.tune.db import TuneDB
     from irforge.tune.display import report
+    from irforge.tune.space import space_version, split_lowering
 
     if not has_gpu():
         print("no GPU here: `compile` runs anywhere, `run` needs the GPU")
         return False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    db = TuneDB(args.db or out / "tune.sqlite")
+    db = TuneDB(args.db or out / "tune.sqlite", seed=None)  # measured here, not the committed winners
     t0 = time.monotonic()
     results = tune_all(args, db, compile_only=False)
     tuned_s = time.monotonic() - t0
     report(results, sys.stdout)
     ok = check(results, args)
     (out / "tune.json").write_text(json.dumps(summary(results, tuned_s), indent=1) + "\n")
-    n = db.export_winners(out / "winners.json")
+    n, _ = db.export_winners(out / "winners.json", space_version(split_lowering()[1]))  # not the planted ones
     if db.path.resolve() != (out / "tune.sqlite").resolve():
         shutil.copy(db.path, out / "tune.sqlite")  # the database kept on the machine (--db) comes back too
     print(f"tuning: {tuned_s:.0f} s; {n} winners in {out / 'winners.json'}; database {db.path}")

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 mkdir -p "$out"
 "$py" -m irforge.tools.cli tune --suite llm --cases "$cases" --budget "${BUDGET:-48}" --time "${SECONDS_PER_KERNEL:-60}" \
-  --db "$out/tune.sqlite" -v 2>&1 | tee "$out/tune.log" | tail -80
+  --db "$out/tune.sqlite" --retune -v 2>&1 | tee "$out/tune.log" | tail -80
 "$py" -m irforge.tools.cli tune --suite llm --cases "$cases" --db "$out/tune.sqlite" --export "$out/winners.json"
 "$py" -m irforge.tools.cli bench --suite llm --cases "$cases" --systems eager,irforge --tuned --db "$out/tune.sqlite" \
   -o "$out/llm" | tail -12

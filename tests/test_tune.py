@@ -6,6 +6,7 @@ replay by `irforge compile` (and `irforge-opt` reproducing it), the winners file
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -273,6 +274,18 @@ def test_database_round_trip_and_winners_file(planted, tmp_path):
         assert s.winner == e.winner and s.best_s == e.best_s and s.source == "winners file"
     assert seeded.import_winners(winners) == 0  # nothing new the second time
     assert TuneDB.existing(tmp_path / "absent.sqlite") is None
+
+
+def test_export_leaves_out_winners_of_other_schedules(tmp_path):
+    from irforge.tune.space import space_version
+
+    db = TuneDB(tmp_path / "t.sqlite", seed=None)
+    current = space_version(split_lowering()[1])
+    db.record(Entry(Key("a", "sm_90a", current), "now", {"p": {"o": 1}}, 1e-6, 2e-6), [])
+    db.record(Entry(Key("b", "sm_90a", "0123456789abcdef"), "stale", {"p": {"o": 2}}, 1e-6, 2e-6), [])
+    rc, out, _ = run("tune", "--export", str(tmp_path / "w.json"), "--db", str(db.path))
+    assert rc == 0 and "wrote 1 winners" in out and "1 of other schedules left out" in out
+    assert [w["name"] for w in json.loads((tmp_path / "w.json").read_text())["winners"]] == ["now"]
 
 
 def test_values_keep_their_types_through_the_database(tmp_path):

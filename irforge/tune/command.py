@@ -60,9 +60,13 @@ def run(args, out, err) -> int:
     from .db import TuneDB
 
     if args.export:
+        from .space import space_version, split_lowering
+
         db = TuneDB(args.db, seed=None)
-        n = db.export_winners(args.export)
-        out.write(f"wrote {n} winners from {db.path} to {args.export}\n")
+        _, suffix = split_lowering(_points(args.after, "after"), _points(args.before, "before"))
+        n, stale = db.export_winners(args.export, space_version(suffix))
+        out.write(f"wrote {n} winners from {db.path} to {args.export}")
+        out.write(f" ({stale} of other schedules left out)\n" if stale else "\n")
         return 0
     if not (args.file or args.snippet or args.suite) and not args.show:
         raise error("say what to tune: a Python file, -c EXPR, or --suite NAME")

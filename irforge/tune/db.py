@@ -180,9 +180,11 @@ class TuneDB:
         ]
 
     # ---- the winners file ---------------------------------------------------------------------------------------
-    def export_winners(self, path: str | Path) -> int:
-        """Write every winner (no candidates) as a winners file; returns how many."""
-        entries = self.entries()
+    def export_winners(self, path: str | Path, version: str | None = None) -> tuple[int, int]:
+        """Write the winners (no candidates) as a winners file, those of schedule `version` only when given (a
+        winner of another version is stale: no kernel of that schedule looks it up); returns (written, left out)."""
+        every = self.entries()
+        entries = [e for e in every if version is None or e.key.version == version]
         data = {
             "format": 1,
             "about": "tuned winners, keyed as the tuning database keys kernels (irforge/tune/db.py)",
@@ -202,7 +204,7 @@ class TuneDB:
             ],
         }
         Path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        return len(entries)
+        return len(entries), len(every) - len(entries)
 
     def import_winners(self, path: str | Path) -> int:
         """Add the winners of a winners file that this database does not hold; returns how many."""
