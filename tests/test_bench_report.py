@@ -66,6 +66,19 @@ def test_derived_ratios_and_percent_of_the_bound():
     assert "speedup_vs_eager" not in rows["sm.b"]["systems"]["irforge"]
 
 
+def test_each_half_type_is_held_to_its_own_matmul_rate():
+    """A linear in f16 is measured against the f16 matmul rate of the run, its bf16 twin against bf16's."""
+    ceilings = {**CEILINGS, "f16_matmul_flop_per_s": 4e14}
+    rows = [
+        row(f"L1{s}", "linear", 2.0, timed(1.0), flops=8 * 10**11, dtype=d) for d, s in (("bf16", ""), ("f16", ".f16"))
+    ]
+    rep = report.new_report("demo", ENV, SETTINGS, ceilings, rows)
+    bf16, f16 = rep["rows"]
+    assert bf16["floor_us"] == pytest.approx(1000.0) and f16["floor_us"] == pytest.approx(2000.0)
+    assert f16["systems"]["irforge"]["pct_matmul_rate"] == pytest.approx(200.0)
+    assert "f16 matmul 400 TFLOP/s" in report.markdown(rep)
+
+
 def test_summary_geomean_counts_worst_and_families():
     s = sample()["summary"]["irforge"]
     v = s["vs eager"]

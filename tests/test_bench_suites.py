@@ -1,8 +1,9 @@
 """The suites as data: the ids and shapes of the benchmark notes, bytes and FLOPs against hand computations and
-torch's FLOP counter, seeded inputs, the decoder-layer rows."""
+torch's FLOP counter, seeded inputs, the decoder-layer rows; the llm suite's fp16 linears compile with NVRTC."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -17,6 +18,7 @@ LLM_IDS = (
     [f"R{i}" for i in (1, 2, 3, 4, 6, 7, 8)]
     + ["P1", "P2", "P3", "S1", "S2", "S4", "G1", "G2", "G3", "G4", "A1"]
     + [f"L{i}" for i in range(1, 15)]
+    + [f"L{i}.f16" for i in range(1, 15)]
     + [f"F{i}" for i in range(1, 7)]
     + [f"D{i}" for i in range(1, 5)]
 )
@@ -62,7 +64,9 @@ def test_seed84_has_the_84_cases_by_family(seed84):
 
 def test_llm_ids_and_shapes_follow_the_notes(llm):
     assert list(llm) == LLM_IDS
-    assert all(c.dtype == torch.bfloat16 and c.tol == 2e-2 for c in llm.values())
+    f16 = {cid for cid in llm if cid.endswith(".f16")}
+    assert all(c.dtype == torch.bfloat16 and c.tol == 2e-2 for cid, c in llm.items() if cid not in f16)
+    assert all(c.dtype == torch.float16 and c.tol == 2e-2 for cid, c in llm.items() if cid in f16)
     assert shapes(llm["R7"]) == [(4096, 4096), (4096,)]
     assert shapes(llm["R8"]) == [(512, 3584), (512, 3584), (3584,)]
     assert shapes(llm["P2"])[:2] == [(2048, 28, 128), (2048, 4, 128)]
@@ -76,7 +80,8 @@ def test_llm_ids_and_shapes_follow_the_notes(llm):
         "L13": (1, 3584, 152064), "L14": (32, 3584, 152064),
     }  # fmt: skip
     for cid, (m, k, n) in mkn.items():
-        assert shapes(llm[cid]) == [(m, k), (n, k)], cid
+        assert shapes(llm[cid]) == shapes(llm[f"{cid}.f16"]) == [(m, k), (n, k)], cid
+        assert llm[cid].flops == llm[f"{cid}.f16"].flops and llm[cid].bytes == llm[f"{cid}.f16"].bytes, cid
     assert shapes(llm["F3"]) == [(1, 28, 2048, 128), (1, 4, 2048, 128), (1, 4, 2048, 128)]
     assert shapes(llm["F4"]) == [(32, 32, 1, 64), (32, 4, 2048, 64), (32, 4, 2048, 64)]
     assert shapes(llm["F5"]) == [(1, 28, 1, 128), (1, 4, 2048, 128), (1, 4, 2048, 128)]
@@ -200,3 +205,33 @@ def test_select_by_globs(seed84):
     with pytest.raises(IRForgeError, match="no case matches 'nope'"):
         select(cases, "matmul.*,nope")
     assert len(select(cases, None)) == 84
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_f16_linear_compiles_with_nvrtc_without_spills(llm, arch, tmp_path, monkeypatch):
+    """L1.f16-L14.f16 through the default pipeline for `arch`: every kernel compiles with NVRTC with no stack frame
+    and no spills; products of 16 rows or more run on f16 tensor-core atoms (wgmma or mma.sync on sm_90a, mma.sync
+    on sm_80) and the decode rows' GEMVs on none; nothing is left in bf16."""
+    from irforge.dialects.cuda import ops as C
+    from irforge.dialects.torch.capture import capture
+
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import resource_usage
+    from irforge.target import Target, use_target
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
+    # wgmma's instruction is inline, naming its operand types; mma.sync's is the prelude's overload for __half
+    wgmma, mma = r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", r"irf_mma_m16n8k16\("
+    for cid in [c for c in llm if c.endswith(".f16")]:
+        case = llm[cid]
+        with use_target(Target(arch=arch)):
+            captured = capture(case.program("cpu", init=False), case.empty_inputs("cpu"), ["x", "w"])
+            run_pipeline(captured.module, "torch-to-cuda")
+        kernels = [op for op in captured.module.body.ops if isinstance(op, C.CudaKernelOp)]
+        source = "\n".join(k.attributes["source"] for k in kernels)
+        assert "__half" in source and "bfloat16" not in source, cid
+        on_wgmma, on_mma = bool(re.search(wgmma, source)), bool(re.search(mma, source))
+        assert (on_wgmma or on_mma) == (case.inputs[0].shape[0] >= 16) and not (on_wgmma and arch == "sm_80"), cid
+        for k in kernels:
+            for name, use in resource_usage(k.attributes["source"], k.attributes["sym_name"], arch=arch).items():
+                assert use.spill_stores == use.spill_loads == use.stack_frame == 0, (cid, name, use)

@@ -259,7 +259,7 @@ def _measuring(timer, err) -> tuple[dict, dict]:
 
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 on every side
     torch.backends.cudnn.allow_tf32 = False
-    err.write("measuring the ceilings (copy bandwidth, f32 and bf16 matmul rates)\n")
+    err.write("measuring the ceilings (copy bandwidth, f32, bf16 and f16 matmul rates)\n")
     return measure_ceilings(timer), environment()
 
 

@@ -7,7 +7,7 @@ plans its number of runs: `reps` (100 by default) where the case's time budget a
 for a system whose calls are slow, the budget shared between the systems. The runs are interleaved (one call of
 each system per round, so drift hits all alike), each bracketed by CUDA events with the L2 cache flushed before
 it; the median is kept with the 10th and 90th percentiles and the number of runs. The ceilings (device-to-device
-copy bandwidth, f32 matmul rate without TF32, bf16 matmul rate) are measured in the same process.
+copy bandwidth, f32 matmul rate without TF32, bf16 and f16 matmul rates) are measured in the same process.
 
 A `Timer` does the timing; `CudaTimer` is the real one, and tests drive the same loop with a fake clock.
 """
@@ -329,12 +329,13 @@ def status_row(case: Case, systems: list[System], status: str, why: str) -> dict
 
 # ---- ceilings --------------------------------------------------------------------------------------------------
 def measure_ceilings(timer: Timer, device="cuda") -> dict[str, float]:
-    """Copy bandwidth (bytes read + written per second, a 1 GiB device-to-device copy) and the f32 (no TF32) and
-    bf16 rates of a large matmul (random data: zeros run faster than real data)."""
+    """Copy bandwidth (bytes read + written per second, a 1 GiB device-to-device copy) and the f32 (no TF32),
+    bf16 and f16 rates of a large matmul (random data: zeros run faster than real data)."""
     return {
         "copy_bytes_per_s": _copy_rate(timer, device, 1 << 30),
         "f32_matmul_flop_per_s": _matmul_rate(timer, device, torch.float32, 8192),
         "bf16_matmul_flop_per_s": _matmul_rate(timer, device, torch.bfloat16, 8192),
+        "f16_matmul_flop_per_s": _matmul_rate(timer, device, torch.float16, 8192),
     }
 
 

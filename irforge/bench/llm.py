@@ -4,6 +4,9 @@ Qwen2.5-7B (QW). Each table below is the suite; ids follow the benchmark notes (
 Linear weights are laid out as `nn.Linear` keeps them ([out, in]); decode rows read a KV cache of the stated
 length, passed in as the cache tensors; the whole-layer rows D1-D4 run HF's own decoder layer (random weights)
 and need transformers.
+
+The linears L1-L14 also run in fp16, as twins `L1.f16` ... `L14.f16` of the same shapes: tensor cores take either
+half type and the linears' goals hold for both. The other families stay bf16.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from . import ops
 from .case import Case, Input
 from .models import LLM, MODELS, decoder_layer, rope_tables
 
-BF16 = torch.bfloat16
+BF16, F16 = torch.bfloat16, torch.float16
+LINEAR_TYPES = ((BF16, ""), (F16, ".f16"))  # the linears' types and the suffix of their ids in each
 TL, QW = MODELS["TL"], MODELS["QW"]
 R7_EPS = 1e-6  # R7 belongs to no model
 
@@ -83,8 +87,8 @@ def _op_case(op: ops.Op, cid: str, m: LLM | None, *inputs: Input, **kw) -> Case:
     return Case(cid, op.name, inputs, op.flops(*(i.shape for i in inputs)), fn=op.fn, model=m.key if m else "", **kw)
 
 
-def _x(name, shape) -> Input:
-    return Input(name, shape, BF16)
+def _x(name, shape, dtype=BF16) -> Input:
+    return Input(name, shape, dtype)
 
 
 def cases() -> list[Case]:
@@ -104,9 +108,11 @@ def cases() -> list[Case]:
         out.append(_op_case(ops.SILU_MUL, cid, m, _x("g", shape), _x("u", shape)))
     for cid, (m, shape) in ADD.items():
         out.append(_op_case(ops.ADD, cid, m, _x("a", shape), _x("b", shape)))
-    for cid, (m, proj, tokens) in LINEAR.items():
-        k, n = projection(m, proj)
-        out.append(_op_case(ops.LINEAR, cid, m, _x("x", (tokens, k)), _x("w", (n, k)), note=proj))
+    for dtype, suffix in LINEAR_TYPES:
+        for cid, (m, proj, tokens) in LINEAR.items():
+            k, n = projection(m, proj)
+            x, w = _x("x", (tokens, k), dtype), _x("w", (n, k), dtype)
+            out.append(_op_case(ops.LINEAR, cid + suffix, m, x, w, note=proj))
     for cid, (m, tokens) in PREFILL_ATTENTION.items():
         q, kv = (1, m.heads, tokens, m.head_dim), (1, m.kv_heads, tokens, m.head_dim)
         out.append(_op_case(ops.SDPA_CAUSAL, cid, m, _x("q", q), _x("k", kv), _x("v", kv), note="prefill"))

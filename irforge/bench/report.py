@@ -187,6 +187,7 @@ def header_lines(report: dict) -> list[str]:
             f"  - ceilings measured in the run: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + write), "
             f"f32 matmul {c['f32_matmul_flop_per_s'] / 1e12:.1f} TFLOP/s (no TF32), "
             f"bf16 matmul {c['bf16_matmul_flop_per_s'] / 1e12:.0f} TFLOP/s"
+            + (f", f16 matmul {c['f16_matmul_flop_per_s'] / 1e12:.0f} TFLOP/s" if "f16_matmul_flop_per_s" in c else "")
         )
         left_out = ", ".join(st.get("left_out", [])) or "nothing"
         out.append(
