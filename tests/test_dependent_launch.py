@@ -74,7 +74,8 @@ def _takes_weights(kernel, module) -> bool:
 
 
 def test_the_blocks_shares_tile_each_weight_at_full_share():
-    module = compile(_Block(32, 48), torch.randn(2, 32), pipeline=BEFORE + ",kernel-dependent-launch").module
+    pipeline = BEFORE + ",kernel-dependent-launch{prefetch-l2-share=0.5}"
+    module = compile(_Block(32, 48), torch.randn(2, 32), pipeline=pipeline).module
     seen = 0
     for k in (o for o in module.walk() if isinstance(o, K.KernelFuncOp)):
         blocks = k.attributes["grid"][0] * k.attributes["grid"][1] * k.attributes["grid"][2]

@@ -20,6 +20,7 @@ from irforge.types import f32, tensor
 FUSION = ["loop-fuse-elementwise", "loop-fuse-broadcast", "loop-fuse-reductions"]
 LOOP_PASSES = [
     "loop-fuse-horizontal",
+    "loop-fuse-launches",
     "loop-fuse-siblings",
     "loop-online-softmax",
     "loop-licm",
@@ -98,6 +99,7 @@ def test_passes_are_idempotent(name, module):
 _PIPELINE = [
     *FUSION,
     "loop-fuse-horizontal",
+    "loop-fuse-launches",
     "loop-fuse-siblings",
     "loop-online-softmax",
     "loop-dedupe-loads",

@@ -204,6 +204,50 @@ def test_grid_strided_band_and_partial_last_trip():
     assert bound.name == "kernel.lt" and bound.operands[1].owner.attributes["value"] == 30
 
 
+SHARED_LAUNCH = """func.func @forward(%x: f32[16], %wq: f32[8,16], %wk: f32[ROWS,16]) -> (f32[8], f32[ROWS]) {
+  %q = tile.buffer f32[8]
+  %k = tile.buffer f32[ROWS]
+  tile.kernel @k grid(4) block(4, 2) {
+    tile.for %a in 0..8 by blockIdx.x, threadIdx.y {
+      %s_part = tile.reduce %r in 0..16 by threadIdx.x add(0.0) -> f32 {
+        %v = tile.load %x[%r]
+        %w = tile.load %wq[%a, %r]
+        %p = scalar.mul %v, %w : f32
+        tile.yield %p
+      }
+      %s = tile.combine add(%s_part) over threadIdx.x : f32
+      tile.store %q[%a] = %s
+    }
+    tile.for %b in 0..ROWS by blockIdx.x, threadIdx.y {
+      %t_part = tile.reduce %r in 0..16 by threadIdx.x add(0.0) -> f32 {
+        %v = tile.load %x[%r]
+        %w = tile.load %wk[%b, %r]
+        %p = scalar.mul %v, %w : f32
+        tile.yield %p
+      }
+      %t = tile.combine add(%t_part) over threadIdx.x : f32
+      tile.store %k[%b] = %t
+    }
+  }
+  func.return %q, %k
+}
+"""
+
+
+def test_a_band_sharing_a_larger_launch_combines_in_whole_blocks():
+    """Two projections in one launch (loop-fuse-launches): the k band's 2 rows are dealt to the first block's two
+    rows of threads, the other blocks have no point of it, so its combine's barrier is reached by all of a block's
+    threads or none, and the kernel simulator gives the tile interpreter's answer. With 3 rows the second block
+    would have one row of threads in the band and one out: refused, at the combine."""
+    m = _lowered(SHARED_LAUNCH.replace("ROWS", "2"))
+    guards = [op for op in m.walk() if isinstance(op, K.IfOp) and op.walk()]
+    assert any(isinstance(x, K.BarrierOp) for g in guards for x in g.walk())
+    m = parse_module(SHARED_LAUNCH.replace("ROWS", "3"), "shared.ir")
+    with pytest.raises(IRForgeError) as e:
+        run_pipeline(m, "tile-to-kernel")
+    assert "shared.ir:" in e.value.render() and "do not split evenly" in e.value.render()
+
+
 def test_unmaterializable_combines_are_refused_at_the_op():
     text = SOFTMAX_TILE.replace("block(64)", "block(48)")
     m = parse_module(text, "softmax.ir")

@@ -13,25 +13,29 @@ from irforge.types import index
 
 
 class KernelDependentLaunch(Pass):
-    """Start each kernel while the launch before it drains (sm_90 programmatic dependent launch), prefetching its
-    weights into L2 meanwhile.
+    """Start each kernel while the launch before it drains (sm_90 programmatic dependent launch), optionally
+    prefetching its weights into L2 meanwhile.
 
     A kernel's launch and its blocks' start-up cost about a microsecond that a program of short kernels (a decode
     step: a few hundred of a few microseconds each) pays at every boundary. Each launched kernel gets, at the top
-    of its body: the block's share of every weight it takes (a pointer parameter bound to a `kernel.param` at every
-    launch) asked into L2 by one thread (`kernel.prefetch_l2`: the blocks together cover the weight, up to
-    `prefetch-l2-share` of the L2 per kernel), then `kernel.griddepcontrol_wait` (the launch before it has
-    completed, its writes visible) and `kernel.griddepcontrol_launch_dependents` (the next kernel may start).
-    Nothing is read or written before the wait except those prefetches, which change no value; the runtime
-    launches such kernels with programmatic stream serialization. A kernel that already waits is left alone
-    (idempotent); before sm_90 the pass does nothing. On an H100 it takes 1% off a TinyLlama decode step and
+    of its body: with `prefetch-l2-share` above 0, the block's share of every weight it takes (a pointer parameter
+    bound to a `kernel.param` at every launch) asked into L2 by one thread (`kernel.prefetch_l2`: the blocks
+    together cover the weight, up to that share of the L2 per kernel); then `kernel.griddepcontrol_wait` (the
+    launch before it has completed, its writes visible) and `kernel.griddepcontrol_launch_dependents` (the next
+    kernel may start). Nothing is read or written before the wait except those prefetches, which change no value;
+    the runtime launches such kernels with programmatic stream serialization. A kernel that already waits is left
+    alone (idempotent); before sm_90 the pass does nothing. On an H100 it takes 1% off a TinyLlama decode step and
     most from split-K products, whose zeroing kernel it overlaps (bench/results/dependent_launch-h100-2026-11-26).
+    The prefetch is off by default: it helps a kernel whose launch before leaves the memory idle (the o projection
+    after attention) but costs more where the launch before streams (the down projection's, issued while gate/up
+    streams) or is a short kernel it floods (gate/up's, behind the norm before it): TinyLlama bf16 decode 1.103 ms
+    a step with it at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26).
     """
 
     name = "kernel-dependent-launch"
     input_level = "kernel"
     prefetch_l2_share: float = option(
-        0.5,
+        0.0,
         domain=Choices((0.0, 0.25, 0.5, 1.0)),
         help="most of the L2 one kernel's weight prefetch may fill, as a fraction (0: no prefetch)",
     )

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
-from irforge.dialects.loop import BufferOp, KernelOp, ParamOp
-from irforge.dialects.loop.transforms import captured_values, cleanup, kernels, writer
+from irforge.dialects.loop import KernelOp
+from irforge.dialects.loop.transforms import cleanup, kernels
 from irforge.passes.loop.band import free_band
-from irforge.passes.loop.fusion import merge_sibling_loops, merge_sibling_reductions, rename_kernels, work
+from irforge.passes.loop.fusion import (
+    can_move_up,
+    merge_sibling_loops,
+    merge_sibling_reductions,
+    move_up,
+    rename_kernels,
+    work,
+)
 from irforge.passes.loop.tensor_cores import why_lost
 
 from irforge.builtin import FuncOp
@@ -46,7 +53,7 @@ def _merge_pair(func: FuncOp, max_carriers: int, remark) -> bool:
         if not band:
             continue
         for second in ks[i + 1 :]:
-            if [lp.extent for lp in free_band(second)] != band or not _can_move_up(second, first, ks):
+            if [lp.extent for lp in free_band(second)] != band or not can_move_up(second, first, ks):
                 continue
             if not set(map(id, first.loaded_buffers())) & set(map(id, second.loaded_buffers())):
                 continue
@@ -56,33 +63,13 @@ def _merge_pair(func: FuncOp, max_carriers: int, remark) -> bool:
             if lost:
                 remark(second, f"not merged @{second.sym_name} into @{first.sym_name}: {lost}")
             elif saves:
-                at = func.body.ops.index(first)
-                for v in captured_values(second):  # params and buffers declared after `first` move up with it
-                    if isinstance(v.owner, (BufferOp, ParamOp)) and func.body.ops.index(v.owner) > at:
-                        v.owner.detach()
-                        func.body.insert_before(first, v.owner)
+                move_up(second, first)
                 func.body.insert_before(first, merged)
                 first.erase()
                 second.erase()
                 return True
             merged.erase()
     return False
-
-
-def _can_move_up(second: KernelOp, first: KernelOp, ks: list[KernelOp]) -> bool:
-    """Whether `second` can run where `first` is: it reads nothing `first` or a kernel between them writes, and
-    updates no state that they or it read on entry (the update would come before those reads)."""
-    between = ks[ks.index(first) : ks.index(second)]
-    for buf in second.loaded_buffers():
-        if writer(buf) in between:
-            return False
-    func = first.parent_op
-    ret = func.body.ops[-1]
-    read = {id(b) for k in [*between, second] for b in k.loaded_buffers()}
-    for _, arg, pos in func.state_pairs():
-        if ret.operands[pos] in second.stored_buffers() and id(arg) in read:
-            return False
-    return all(isinstance(b.owner, BufferOp) for b in second.stored_buffers())
 
 
 def _merged(first: KernelOp, second: KernelOp, max_carriers: int) -> KernelOp:

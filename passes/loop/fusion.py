@@ -20,6 +20,7 @@ from irforge.dialects.loop import (
     KernelOp,
     LoadOp,
     LoopOp,
+    ParamOp,
     ReduceOp,
     StoreOp,
     YieldOp,
@@ -165,6 +166,35 @@ def _merge(first: ReduceOp, second: ReduceOp) -> None:
     first.erase()
     second.erase()
     eliminate_common(merged)
+
+
+# ---- moving a kernel up ----------------------------------------------------------------------------------------
+def can_move_up(second: KernelOp, first: KernelOp, ks: list[KernelOp]) -> bool:
+    """Whether `second` can run where `first` is (`ks`: the function's kernels in order): it reads nothing `first`
+    or a kernel between them writes, and updates no state that they or it read on entry (the update would come
+    before those reads)."""
+    between = ks[ks.index(first) : ks.index(second)]
+    for buf in second.loaded_buffers():
+        if writer(buf) in between:
+            return False
+    func = first.parent_op
+    ret = func.body.ops[-1]
+    read = {id(b) for k in [*between, second] for b in k.loaded_buffers()}
+    for _, arg, pos in func.state_pairs():
+        if ret.operands[pos] in second.stored_buffers() and id(arg) in read:
+            return False
+    return all(isinstance(b.owner, BufferOp) for b in second.stored_buffers())
+
+
+def move_up(second: KernelOp, first: KernelOp) -> None:
+    """Declare the params and buffers `second` uses before `first`, so that it (or a kernel holding its ops) can go
+    where `first` is."""
+    func = first.parent_op
+    at = func.body.ops.index(first)
+    for v in captured_values(second):
+        if isinstance(v.owner, (BufferOp, ParamOp)) and func.body.ops.index(v.owner) > at:
+            v.owner.detach()
+            func.body.insert_before(first, v.owner)
 
 
 # ---- producer inlining -----------------------------------------------------------------------------------------

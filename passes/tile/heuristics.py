@@ -31,6 +31,13 @@ BYTES_PER_THREAD = 64
 # row of 128 threads alone in its block, where tile-stage-inputs can stage it (measured as fast as two rows).
 ROW_BLOCK_THREADS = 128
 STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (of the 48 KB static limit)
+# A box every block stages alike at its start (a decode GEMV's input vector: the same for all rows) is in L2 once the
+# first block has read it, so staging it saves L2 reads only, and its copy and barrier stand before the block's
+# first weight load (a chunk's slabs, staged per trip, are copied ahead in rings instead): it is staged only when a
+# block reads each element this many times. TinyLlama bf16 decode on an H100, the
+# projections' vectors (2 rows a block) read straight from L2: 1.206 -> 1.158 ms a step (the o projection's f32
+# input, 4.8 -> 3.4 us; bench/results/decode-h100-2026-11-26).
+SHARED_BOX_REUSE = 4
 # Contractions on the SIMT path: a thread computes a register tile of up to THREAD_OUTPUTS outputs (8 x 8: 64
 # accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
 # the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
@@ -190,6 +197,11 @@ class Heuristic:
         while v > 1 and (not legal(v) or loop.iterations // v < units):
             v //= 2
         return v
+
+    def stage_reuse(self, kernel: T.KernelOp, shared: bool) -> int:
+        """How many times a block must read each element of a box for tile-stage-inputs to stage it: twice, or
+        SHARED_BOX_REUSE times for a box that every block stages alike at its start (`shared`)."""
+        return SHARED_BOX_REUSE if shared else 2
 
     def stage_budget(self, kernel: T.KernelOp) -> int:
         """Bytes of shared memory the kernel may use for staged inputs."""

@@ -155,10 +155,32 @@ def _reused(owner: Operation, kernel: T.KernelOp) -> dict[Value, list[T.LoadOp]]
         box = _box(owner, loads)
         if box is None:
             continue
-        reads = sum(math.prod(_moving(owner, ld).values()) for ld in loads)
-        if reads >= 2 * math.prod(box[1]):
+        reads = sum(math.prod(_moving(owner, ld).values()) / _blocks_sharing(owner, ld, kernel) for ld in loads)
+        shared = not isinstance(owner, T.ReduceOp) and not any(
+            iv in _block_indices(kernel) for e in box[0] for iv in indexing.used_values(e)
+        )
+        if reads >= heuristic().stage_reuse(kernel, shared) * math.prod(box[1]):
             out[buf] = loads
     return out
+
+
+def _blocks_sharing(owner: Operation, load: T.LoadOp, kernel: T.KernelOp) -> int:
+    """Over how many blocks the loops inside `owner` around `load` deal their iterations (the block reads its share
+    of the moving indices' range)."""
+    n = 1
+    for lp in T.enclosing_loops(load):
+        on_blocks = [a for a in lp.bind if a in T.BLOCK_AXES]
+        if lp is owner or not owner.is_ancestor_of(lp) or not on_blocks:
+            continue
+        per_block = math.prod(kernel.axis_size(a) for a in lp.bind if a in T.THREAD_AXES)
+        n *= min(math.prod(kernel.axis_size(a) for a in on_blocks), -(-lp.work_items // per_block))
+    return n
+
+
+def _block_indices(kernel: T.KernelOp) -> set[Value]:
+    """The indices of loops distributed over block axes: what a box varying with them differs in from block to
+    block."""
+    return {iv for lp in kernel.walk() if isinstance(lp, T.LoopOp) for iv in lp.ivs if set(lp.bind) & set(T.BLOCK_AXES)}
 
 
 def _home(load: T.LoadOp, kernel: T.KernelOp) -> Operation:

@@ -26,6 +26,7 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 from irforge.dialects import tile as T
@@ -90,7 +91,7 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         block_wide = isinstance(op, T.StageOp) or (isinstance(op, T.CombineOp) and op.over[0] in T.THREAD_AXES)
         if block_wide:  # a cross-block combine adds its share with atomics: it needs no thread beside it
             for lp in T.enclosing_loops(op):
-                if any(a in T.THREAD_AXES for a in lp.bind) and lp.work_items % lp.units(kernel):
+                if any(a in T.THREAD_AXES for a in lp.bind) and not _block_uniform(kernel, lp):
                     return op, (
                         f"needs its block's threads together, but it sits in a loop distributed over "
                         f"{', '.join(lp.bind)} whose {lp.work_items} work items do not split evenly over "
@@ -101,6 +102,19 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
             if why:
                 return op, f"is vectorized by {list(op.vector_shape)}, but {why}"
     return None
+
+
+def _block_uniform(kernel: T.KernelOp, lp: T.LoopOp) -> bool:
+    """Whether all threads of a block make the same trips of `lp`, so that a barrier inside is reached by all of
+    them or by none: its work items split evenly over its units, or its thread axes come after its block axes (a
+    unit is block-major) and their threads divide its work items (a band sharing its launch with a larger one:
+    whole blocks have no point of it)."""
+    if lp.work_items % lp.units(kernel) == 0:
+        return True
+    threads = [a for a in lp.bind if a in T.THREAD_AXES]
+    if any(a in T.BLOCK_AXES for a in lp.bind[lp.bind.index(threads[0]) :]):
+        return False
+    return lp.work_items % math.prod(kernel.axis_size(a) for a in threads) == 0
 
 
 def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True, keyed_chunks: bool = True) -> None:
