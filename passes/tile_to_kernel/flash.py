@@ -36,21 +36,17 @@ from irforge.target import target
 from irforge.types import TensorType, f32, index
 
 from . import masked
-from .emit import run_steps, value_hint
-from .tensor_cores import _factor
+from .emit import run_steps
+from .tensor_cores import _factor, atom_loop
 
 
 def chain(r: T.ReduceOp) -> tuple[T.ForOp, fragments.AttentionOperands] | None:
     """(the loop laid out on an atom, its attention operands) when `r` is that attention's online reduction or,
     chunk by chunk (`lower_to_kernel._chunk`), holds it."""
-    from .lower_to_kernel import _chunk
-
-    inner = r
-    while (nxt := _chunk(inner)) is not None:
-        inner = nxt
-    loop = next((lp for lp in T.enclosing_loops(inner) if "atom" in lp.attributes), None)
-    if loop is None or not loop.is_ancestor_of(r):
+    found = atom_loop(r)
+    if found is None:
         return None
+    loop, inner = found
     ops = fragments.attention_operands(loop, *loop.ivs)
     return (loop, ops) if not isinstance(ops, str) and ops.contraction.reduce is inner else None
 
@@ -89,20 +85,7 @@ def register_tile(m, r: T.ReduceOp, v: Value) -> Value:
 
 def fold(m, op: T.ReduceOp, inits: list[Value]) -> None:
     """Materialize the chunk `op` from the carrier `inits` (kernel values)."""
-    kb = m.kb
-    skip = masked.skipped(m, op) if m.skip_masked else None
-    if skip is None:
-        out = _fold(m, op, inits)
-    else:
-        with kb.if_(kb.scalar("not", skip), [v.type for v in inits]) as br:
-            with br.then():
-                br.yield_(*_fold(m, op, inits))
-            with br.otherwise():
-                br.yield_(*inits)
-        out = br.results
-    for r, v in zip(op.results, out):
-        v.name_hint = value_hint(r)
-        m.env[r] = v
+    masked.fold_unless_skipped(m, op, inits, _fold)
 
 
 def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:

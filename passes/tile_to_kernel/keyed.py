@@ -32,7 +32,7 @@ from irforge.ir import Operation, Value
 from irforge.types import TensorType, index
 
 from . import masked
-from .emit import run_steps, value_hint
+from .emit import run_steps
 
 KEYED_REGISTERS = 32  # the first pass's keys, held until the second: this many values a thread at most
 _CHEAP = (ScalarMathOp, ConstOp, CastOp, T.IndexOp)  # recomputed in the second pass where both passes need them
@@ -78,20 +78,7 @@ def _passes(op: T.ReduceOp) -> tuple[list[Operation], list[Operation]] | None:
 
 def fold_chunk(m, op: T.ReduceOp, inits: list[Value]) -> None:
     """Materialize `op` from the carrier `inits` (kernel values) in the two passes."""
-    kb = m.kb
-    skip = masked.skipped(m, op) if m.skip_masked else None
-    if skip is None:
-        out = _two_passes(m, op, inits)
-    else:
-        with kb.if_(kb.scalar("not", skip), [v.type for v in inits]) as br:
-            with br.then():
-                br.yield_(*_two_passes(m, op, inits))
-            with br.otherwise():
-                br.yield_(*inits)
-        out = br.results
-    for r, v in zip(op.results, out):
-        v.name_hint = value_hint(r)
-        m.env[r] = v
+    masked.fold_unless_skipped(m, op, inits, _two_passes)
 
 
 def _two_passes(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:

@@ -21,6 +21,8 @@ from irforge import index_expr as ix
 from irforge.ir import BlockArgument, Value
 from irforge.types import boolean, index
 
+from .emit import value_hint
+
 _IDENTITY = {"online": float("-inf"), "add": 0.0}
 
 
@@ -61,16 +63,31 @@ def kept(m, op: T.ReduceOp) -> tuple[Value, Value] | None:
     of causal attention need not evaluate its mask."""
     if op.bind or op.vector > 1 or len(op.carriers) != 1:
         return None
-    monoid, _, _ = op.carriers[0]
-    masked = _mask(op.yielded[0], monoid.name)
-    if masked is None:
+    bounded = _bounded_mask(m, op, op.yielded[0], op.carriers[0][0].name)
+    if bounded is None:
         return None
-    cond, identity_when = masked
-    truth = _Bounds(m, op).truth(cond)
-    if truth is None:
-        return None
+    truth, identity_when = bounded
     _, a, b = op.yielded[0].owner.operands
     return (truth[1], b) if identity_when else (truth[0], a)
+
+
+def fold_unless_skipped(m, op: T.ReduceOp, inits: list[Value], fold) -> None:
+    """Materialize the reduction `op` from the carrier `inits` by `fold(m, op, inits)` (its results), under a
+    `kernel.if` that passes the carrier through where the mask covers every element (`skipped`)."""
+    kb = m.kb
+    skip = skipped(m, op) if m.skip_masked else None
+    if skip is None:
+        out = fold(m, op, inits)
+    else:
+        with kb.if_(kb.scalar("not", skip), [v.type for v in inits]) as br:
+            with br.then():
+                br.yield_(*fold(m, op, inits))
+            with br.otherwise():
+                br.yield_(*inits)
+        out = br.results
+    for r, v in zip(op.results, out):
+        v.name_hint = value_hint(r)
+        m.env[r] = v
 
 
 def skipped(m, op: T.ReduceOp) -> Value | None:
@@ -81,17 +98,25 @@ def skipped(m, op: T.ReduceOp) -> Value | None:
     skip = None
     at = 0
     for monoid, _, results in op.carriers:
-        masked = _mask(op.yielded[at], monoid.name)
+        bounded = _bounded_mask(m, op, op.yielded[at], monoid.name)
         at += len(results)
-        if masked is None:
+        if bounded is None:
             return None
-        cond, identity_when = masked
-        truth = _Bounds(m, op).truth(cond)
-        if truth is None:
-            return None
+        truth, identity_when = bounded
         always = truth[0] if identity_when else truth[1]  # the mask picks the identity for every element
         skip = always if skip is None else m.kb.scalar("and", skip, always)
     return skip
+
+
+def _bounded_mask(m, op: T.ReduceOp, v: Value, monoid: str) -> tuple[tuple[Value, Value], bool] | None:
+    """((always true, always false) of the mask's condition over `op`'s elements and the block, whether it being
+    true selects the identity) for an element component `v` a mask selects (None where none bounds it)."""
+    masked = _mask(v, monoid)
+    if masked is None:
+        return None
+    cond, identity_when = masked
+    truth = _Bounds(m, op).truth(cond)
+    return None if truth is None else (truth, identity_when)
 
 
 def _mask(v: Value, monoid: str) -> tuple[Value, bool] | None:

@@ -63,16 +63,24 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
 def _tensorized(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
     """(the loop laid out on an atom, its contraction) when `r` is that contraction or, chunk by chunk
     (`lower_to_kernel._chunk`), holds it."""
+    found = atom_loop(r)
+    if found is None:
+        return None
+    loop, inner = found
+    ops = fragments.operands(loop, *loop.ivs)
+    return (loop, inner) if not isinstance(ops, str) and ops.contraction.reduce is inner else None
+
+
+def atom_loop(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
+    """(the loop laid out on an atom around `r`, the innermost chunk of `r`'s chain: `lower_to_kernel._chunk`), or
+    None where no such loop holds `r`."""
     from .lower_to_kernel import _chunk
 
     inner = r
     while (nxt := _chunk(inner)) is not None:
         inner = nxt
     loop = next((lp for lp in T.enclosing_loops(inner) if "atom" in lp.attributes), None)
-    if loop is None or not loop.is_ancestor_of(r):
-        return None
-    ops = fragments.operands(loop, *loop.ivs)
-    return (loop, inner) if not isinstance(ops, str) and ops.contraction.reduce is inner else None
+    return (loop, inner) if loop is not None and loop.is_ancestor_of(r) else None
 
 
 def on_wgmma(loop: T.ForOp, inner: T.ReduceOp) -> bool:
