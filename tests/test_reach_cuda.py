@@ -49,6 +49,24 @@ def test_contractions_reach_cuda_without_spilling(module):
     _assert_no_spills(_compiled(module))
 
 
+def test_small_f32_contraction_compiles_without_spilling():
+    """Regression (the test above drew it): x [32, 64] @ wᵀ in f32 is one block of 16 threads holding 8 x 8
+    register tiles; under a bare `__launch_bounds__(16)` ptxas capped it at 168 registers and spilled 36 stores.
+    A register-tiled kernel now says one block a multiprocessor suffices, and fits."""
+    from irforge.passes.torch_to_tensor.common import matmul
+
+    def build(b, x):
+        return [matmul(b, x, b.param("w", tensor(f32, 32, 64)), w_transposed=True, out_dtype=f32)]
+
+    module = tensor_module([tensor(f32, 32, 64)], ["x"], build)
+    run_pipeline(module, "tensor-to-loop,loop-to-tile")
+    usage = _compiled(module)
+    _assert_no_spills(usage)
+    assert any(
+        "__launch_bounds__(16, 1)" in k.attributes["source"] for k in module.body.ops if isinstance(k, C.CudaKernelOp)
+    )
+
+
 @st.composite
 def reduction_programs(draw):
     """Row reductions at the sizes of decoder layers and logits: softmax (or log-softmax), RMSNorm, a sum or max

@@ -196,6 +196,25 @@ def _numel(t) -> int:
     return 1
 
 
+# A thread carrying a register tile this large (a SIMT contraction's 8 x 8 accumulators) is told one block a
+# multiprocessor suffices: ptxas otherwise caps such a kernel near 168 registers for occupancy the schedule does
+# not plan on, and spills the tile's operands (a 32 x 32 x 64 f32 product: 36 spill stores under a bare bound).
+REGISTER_TILE_ELEMENTS = 64
+
+
+def _launch_bounds(k) -> str:
+    """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
+    thread carries a register tile of REGISTER_TILE_ELEMENTS or more (memory-bound kernels keep ptxas' choice)."""
+    tiles = (
+        _numel(c.type)
+        for op in k.walk()
+        if isinstance(op, K.ForOp)
+        for c in op.carries
+        if isinstance(c.type, TensorType)
+    )
+    return f"{k.threads}, 1" if max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+
+
 def _is_array(t) -> bool:
     return isinstance(t, (TensorType, FragType))
 
@@ -316,7 +335,7 @@ class _Emitter(WarpgroupStatements):
         head += [
             f'#include "{PRELUDE_NAME}"',
             "",
-            f'extern "C" __global__ void __launch_bounds__({k.threads}) {name}(',
+            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k)}) {name}(',
         ]
         head += [f"    {p}{',' if i < len(params) - 1 else ') {'}" for i, p in enumerate(params)]
         if not params:

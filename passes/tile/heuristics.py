@@ -144,6 +144,10 @@ RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 # tile-rasterize leaves row order unless the L2 model saves this fraction of its DRAM bytes: the 2% it gave raster 16
 # on a 2048^3 product bought nothing on an H100 (bench/results/contraction_sweep-h100-2026-11-24/sweep6).
 RASTER_MIN_SAVING = 0.10
+# Where every operand fits L2 the DRAM model sees no difference between orders, yet grouping rows still paid on an
+# H100: one wave of 64 x 160 and 64 x 224 wgmma tiles (llm L1, L8) ran 1.13x and 1.19x faster in groups of 4-8 rows
+# than in row order (bench/results/tune-h100-2026-11-26b): blocks sharing a weight slab then start side by side.
+RASTER_IN_L2 = 4
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
 UNROLL_OPS = 4096

@@ -7,7 +7,7 @@ from irforge.dialects import tile as T
 from irforge.dialects.tile.layout import Layout
 from irforge.dialects.tile.vectors import expand, uses
 from irforge.passes.tile import banks
-from irforge.passes.tile.heuristics import RASTER_MIN_SAVING, RASTER_ROWS, heuristic
+from irforge.passes.tile.heuristics import RASTER_IN_L2, RASTER_MIN_SAVING, RASTER_ROWS, heuristic
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
@@ -30,9 +30,10 @@ class TileRasterize(Pass):
     part of the buffer one value of those dimensions reaches, its bytes the buffer's over the number of values),
     and nothing survives from one wave to the next. R is the candidate of passes/tile/heuristics.py with the
     fewest DRAM bytes over the first waves, the smaller on a tie, and row order unless it saves RASTER_MIN_SAVING
-    of row order's bytes; when all the band's operands fit the L2 the model counts on, every order reads them once
-    and the band keeps row order. Each decision is a remark. A band
-    with a raster is left alone (idempotent); the order changes no value.
+    of row order's bytes, else the largest candidate up to RASTER_IN_L2 that reads no more than row order (grouped
+    rows measured faster where the model sees no difference). When all the band's operands fit the L2 the model
+    counts on, every order reads them once from DRAM, and R is the largest candidate up to RASTER_IN_L2. Each
+    decision is a remark. A band with a raster is left alone (idempotent); the order changes no value.
     """
 
     name = "tile-rasterize"
@@ -100,12 +101,15 @@ def choose(kernel: T.KernelOp, band: T.ForOp) -> tuple[int, str]:
     total = sum(b for b, _ in ops.values())
     l2 = heuristic().l2_bytes()
     if total <= l2:
-        return 1, f"keeps row order: its operands ({total} bytes) fit the {l2} bytes of L2 the model counts on"
+        rows = max(r for r in (1, *heuristic().raster_candidates(kernel, band)) if r <= RASTER_IN_L2)
+        return rows, f"raster {rows}: its operands ({total} bytes) fit the {l2} bytes of L2 the model counts on"
     wave = target().sm_count * blocks_per_sm(kernel)
     costs = {r: dram_bytes(band, ops, r, wave) for r in heuristic().raster_candidates(kernel, band)}
     best = min(costs, key=lambda r: (costs[r], r))
     if 1 in costs and costs[best] > (1 - RASTER_MIN_SAVING) * costs[1]:
-        best = 1  # a saving within the model's error is no reason to reorder
+        # A saving within the model's error is no reason to reorder; groups of up to RASTER_IN_L2 rows that read
+        # no more than row order are taken all the same (as where the operands fit the L2).
+        best = max(r for r in costs if r <= RASTER_IN_L2 and costs[r] <= costs[1])
     table = ", ".join(f"{r}: {c / 1e6:.1f} MB" for r, c in costs.items())
     return best, f"raster {best}: waves of {wave} blocks read {table} of operands from DRAM (first {MAX_WAVES} waves)"
 
