@@ -145,6 +145,19 @@ def test_online_softmax_materializes_with_the_generic_combine():
     assert {str(op.result.type) for op in loads} >= {"f32[4]"}  # 16-byte vectors
 
 
+def test_a_combine_kernel_deals_its_points_over_the_freed_block_axis():
+    """Split-K via partials with 4 x 4 register tiles (lit: lower-to-kernel/partials_spread.ir): the kernel
+    simulator gives the tile interpreter's answer, and the second kernel folds 4 points a thread over 4 blocks
+    along y instead of 16 points a thread in one block."""
+    from pathlib import Path
+
+    m = _lowered((Path(__file__).parent / "lit/lower-to-kernel/partials_spread.ir").read_text())
+    combine = next(op for op in m.walk() if isinstance(op, K.KernelFuncOp) and op.sym_name == "k_mm_combine")
+    assert (combine.attributes["grid"], combine.attributes["block"]) == ((1, 4, 1), (16, 1, 1))
+    (fold,) = [op for op in combine.walk() if isinstance(op, K.ForOp)]
+    assert [str(v.type) for v in fold.inits] == ["f32[4]"]
+
+
 def test_online_softmax_with_masked_tiles_and_threads():
     """Causal-mask patterns: a 4-element tile all at -inf under a finite row max, a thread whose every element is
     -inf, a row with one finite element. A tile's sums are guarded once (its max at -inf), not per element."""
