@@ -126,7 +126,7 @@ MMA_SPLIT_THREADS = 512  # most threads of a tile halved to fill the GPU (then s
 # 0.62x against 0.58x): bench/results/wave_tiles-h100-2026-11-26/small.
 MMA_SPLIT_ROWS = 128
 # On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
-# or of WGMMA_WIDE_TILE's rows over up to its columns where those still fill every multiprocessor: two warpgroups
+# or of WGMMA_WIDE_TILE's rows over up to its columns where those fill WAVE_FILL of the multiprocessors: two warpgroups
 # of 64 x 256 (128 accumulators a thread, one block an SM) read half the shared memory per flop, and their slabs
 # cycle through WGMMA_WIDE_RING buffers, so a trip's group of wgmmas stays in flight while the next is issued.
 # Sweep tc1 (bench/results/contraction_sweep-h100-2026-11-26): L2, L7, L9, L10 from 0.63-0.66x of cuBLAS to
@@ -339,8 +339,8 @@ class Heuristic:
 
     def _wgmma_tile(self, kernel: T.KernelOp, band: T.ForOp, m: int, n: int) -> tuple[int, int, int]:
         """A wgmma block tile, a warpgroup per 64 rows, cutting the outputs into whole waves of blocks
-        (`_wave_columns`): WGMMA_WIDE_TILE's rows over a wide tile's columns where those fill every
-        multiprocessor (one carrier: up to 128 accumulators a thread); else WGMMA_TILE (two warpgroups of 64 rows
+        (`_wave_columns`): WGMMA_WIDE_TILE's rows over a wide tile's columns where those fill WAVE_FILL of the
+        multiprocessors (one carrier: up to 128 accumulators a thread); else WGMMA_TILE (two warpgroups of 64 rows
         over 128 columns: 64 accumulators a thread a carrier) where those fill them; else, fewer tiles than
         multiprocessors, one warpgroup of 64 rows over columns that come nearest a whole wave, and failing that
         (a short M: decode-like products that split K instead) WGMMA_TILE halved, columns first, to 64 x 64.
@@ -352,7 +352,7 @@ class Heuristic:
         tm, tn = WGMMA_TILE
         carriers = len(contractions_in(band)[0].reduce.results) if contractions_in(band) else 1
         if carriers == 1 and m % wm == 0:
-            wn = _wave_columns(m // wm * others, n, tn + 16, wide, 1.0)
+            wn = _wave_columns(m // wm * others, n, tn + 16, wide, WAVE_FILL)
             if wn is not None:
                 return wm, wn, 2 * wm
         bm = tm if m % tm == 0 else 64
