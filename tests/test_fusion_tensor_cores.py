@@ -77,3 +77,27 @@ def test_attention_and_its_projection_keep_the_answer_and_the_tensor_cores(drawn
         run_pipeline(loop, "loop-to-tile")
     atoms = [lp.attributes["atom"] for lp in loop.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes]
     assert atoms, print_module(loop)
+
+
+def test_attention_keeps_its_weights_loaded_when_a_bias_makes_them():
+    """V = v_proj(x) + bias in bf16 (Qwen2's attention): the bias add stays out of P @ V (it would compute V in
+    the attention's loop), so the attention reaches the tensor cores at the tile level; the answer is kept."""
+    from irforge.passes.torch_to_tensor.common import matmul, softmax
+
+    s, e = 64, 64
+
+    def build(b, q, k, v):
+        bias = b.param("bias", tensor(bf16, e))
+        v = b.cast(b.ew("add", b.cast(v, f32), b.cast(bias, f32)), bf16)
+        scores = b.ew("mul", matmul(b, q, k, w_transposed=True, out_dtype=f32), 1.0 / math.sqrt(e))
+        return [b.cast(matmul(b, softmax(b, scores, -1, safe=True), b.cast(v, f32)), bf16)]
+
+    module = tensor_module([tensor(bf16, 1, 1, s, e)] * 3, ["q", "k", "v"], build)
+    loop = check_pipeline(module, "tensor-to-loop", seeds=(0,))
+    (attention,) = [k for k in loop.walk() if isinstance(k, KernelOp) and any(
+        r.attributes["monoids"] == ("online",) for r in k.walk() if isinstance(r, ReduceOp))]  # fmt: skip
+    assert not any(op.name == "scalar.add" for op in attention.walk()), print_module(loop)
+    with use_target(Target(arch="sm_90a")):
+        run_pipeline(loop, "loop-to-tile")
+    tiled = [k for k in loop.walk() if isinstance(k, T.KernelOp) and k.sym_name == attention.sym_name]
+    assert any("atom" in lp.attributes for lp in tiled[0].walk() if isinstance(lp, T.ForOp)), print_module(loop)

@@ -6,7 +6,10 @@ loads that place the reduced index and one output index along their buffer's las
 the accumulator's lanes: linear in the output indices, never addressed by a value computed from them (the epilogue
 rule of `vectors.why_not`). A fusion can break either -- a transpose inlined into a factor's load, a scatter's
 computed row or a rotate-half read put in the contraction's loop nest -- and trade a pass over a buffer for a
-product 20-50x slower on the SIMT path. The fusion passes ask `why_lost` and refuse such a fusion.
+product 20-50x slower on the SIMT path. A factor read from memory in 16 bits also stays read so in a product not on
+the tensor cores yet: attention's P @ V reaches them at the tile level, once its scores fold online, only if V is
+loaded (a V projection's bias fused into it kept Qwen2's prefill attention on the SIMT path). The fusion passes
+ask `why_lost` and refuse such a fusion.
 
 Only products of 16-bit floats with at least TENSOR_MIN_ROWS rows and columns count: the tile level leaves smaller
 ones (decode's GEMVs) on the SIMT path anyway, and f32 products never reach the tensor cores, so the prologue and
@@ -38,11 +41,17 @@ class Product:
     shape: tuple[int, int, int]  # rows (M), columns (N), reduced (K)
     dtype: str
     why_not: str | None
+    loaded: int = 2  # 16-bit factors, over all carriers, read from memory as stored or converted by casts
 
     @property
     def flops(self) -> int:
         """Multiply-adds, all carriers together (k and v projections merged into one loop are two products)."""
         return math.prod(self.shape) * len(self.reduce.results)
+
+    @property
+    def loaded_flops(self) -> int:
+        """Multiply-adds times the 16-bit factors of each read from memory (`loaded`)."""
+        return math.prod(self.shape) * self.loaded
 
     def describe(self) -> str:
         m, n, k = self.shape
@@ -56,15 +65,21 @@ def products(root: Operation) -> list[Product]:
 
 def why_lost(before: list[Operation], after: list[Operation]) -> str | None:
     """Why the kernels `after` (a fusion of the kernels `before`) compute less of their contractions on the tensor
-    cores than `before` did (in multiply-adds), naming one that the fusion takes off them; None when none is lost."""
+    cores than `before` did (in multiply-adds), naming one that the fusion takes off them, or read fewer of their
+    16-bit factors from memory as they are (multiply-adds times such factors); None when neither."""
     on_before = sum(p.flops for k in before for p in products(k) if p.why_not is None)
     got = [p for k in after for p in products(k)]
-    if sum(p.flops for p in got if p.why_not is None) >= on_before:
-        return None
-    off = next((p for p in got if p.why_not is not None), None)
-    if off is None:
-        return "it would leave a contraction of 16-bit floats no longer recognizable for the tensor cores"
-    return f"it would take {off.describe()} off the tensor cores: {off.why_not}"
+    if sum(p.flops for p in got if p.why_not is None) < on_before:
+        off = next((p for p in got if p.why_not is not None), None)
+        if off is None:
+            return "it would leave a contraction of 16-bit floats no longer recognizable for the tensor cores"
+        return f"it would take {off.describe()} off the tensor cores: {off.why_not}"
+    if sum(p.loaded_flops for p in got) < sum(p.loaded_flops for k in before for p in products(k)):
+        # A factor read from memory in 16 bits stays so where the product is not on the tensor cores yet:
+        # attention's P @ V gets there once its scores fold online (the tile level), and only with V loaded.
+        lost = min(got, key=lambda p: p.loaded_flops, default=None)
+        return f"it would compute a 16-bit factor of {lost.describe() if lost else 'a contraction'} in its loop"
+    return None
 
 
 def _product(r: ReduceOp) -> Product | None:
@@ -75,7 +90,7 @@ def _product(r: ReduceOp) -> Product | None:
         prod = y.owner
         if not (isinstance(prod, ScalarMathOp) and prod.fn == "mul"):
             return None
-        if not all(isinstance(x.owner, CastOp) and x.owner.operand.type.name in HALF for x in prod.operands):
+        if not any(_half(x) for x in prod.operands):
             return None
         pairs.append(prod.operands)
     outputs = _output_indices(r, pairs[0])
@@ -85,8 +100,22 @@ def _product(r: ReduceOp) -> Product | None:
     m, n = (math.prod(_extent(iv) for iv in side) for side in (rows, cols))
     if min(m, n) < TENSOR_MIN_ROWS:
         return None
-    dtype = pairs[0][0].owner.operand.type.name
-    return Product(r, (m, n, r.extent), dtype, _why_not(r, rows, cols))
+    dtype = next(x for x in pairs[0] if _half(x)).owner.operand.type.name
+    loaded = sum(_half(x) and _read(x.owner.operand) for pair in pairs for x in pair)
+    why = _why_not(r, rows, cols) if all(_half(x) for pair in pairs for x in pair) else "a factor is not 16-bit"
+    return Product(r, (m, n, r.extent), dtype, why, loaded)
+
+
+def _read(v: Value) -> bool:
+    """Whether `v` is an element read from memory, as stored or converted by casts."""
+    while isinstance(v.owner, CastOp):
+        v = v.owner.operand
+    return isinstance(v.owner, LoadValueOp)
+
+
+def _half(x: Value) -> bool:
+    """Whether a factor is a 16-bit float widened to f32."""
+    return isinstance(x.owner, CastOp) and x.owner.operand.type.name in HALF
 
 
 def _extent(iv: Value) -> int:

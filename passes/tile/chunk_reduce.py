@@ -19,9 +19,9 @@ class TileChunkReduce(Pass):
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
     chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
     `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. Attention laid out
-    on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit). A reduction
-    computed in the element (attention's scores inside its keys' loop) moves into the chunk with the rest of the
-    body.
+    on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit); its scores' reduction
+    is not chunked (the fold computes it whole). A reduction computed in the element (attention's scores inside
+    its keys' loop) moves into the chunk with the rest of the body.
     """
 
     name = "tile-chunk-reduce"
@@ -37,6 +37,9 @@ class TileChunkReduce(Pass):
         if not isinstance(op, T.KernelOp) or self.bk == 1:
             return
         for r in [x for x in op.walk() if _candidate(x)]:
+            if _scores_on_atoms(r):
+                self.remark(r, "not chunked: attention on atoms computes its scores whole in each chunk of keys")
+                continue
             bk = self.bk or heuristic().reduce_chunk(op, r)
             step = fragments.atom_step(r)
             if bk % step:
@@ -49,6 +52,13 @@ def _candidate(r) -> bool:
     if not isinstance(r, T.ReduceOp) or r.bind or r.vector > 1 or "unroll" in r.attributes:
         return False
     return not is_chunk(r) and not any(isinstance(x, T.ReduceOp) and is_chunk(x) for x in r.body.ops)
+
+
+def _scores_on_atoms(r: T.ReduceOp) -> bool:
+    """Whether `r` is a reduction computed in the element of another (attention's scores, in its keys' loop)
+    inside a loop laid out on tensor-core atoms: the flash fold takes it whole, atom step by atom step."""
+    around = T.enclosing_loops(r)
+    return any(isinstance(a, T.ReduceOp) for a in around) and any("atom" in lp.attributes for lp in around)
 
 
 def is_chunk(r: T.ReduceOp) -> bool:
