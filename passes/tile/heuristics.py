@@ -85,15 +85,12 @@ ATTENTION_MMA_WARP_ROWS = 32
 ATTENTION_MMA_NARROW_HEAD = 64
 ATTENTION_MMA_KEYS = 64
 ATTENTION_MMA_REGISTERS = 160
-# ... its K/V rings as deep as leave shared memory for as many blocks a multiprocessor as its registers allow, at
-# least ATTENTION_MMA_BLOCKS_PER_SM and at most ATTENTION_MMA_MAX_BLOCKS_PER_SM (a block's four warps alone leave
-# it idle at every shuffle and wait: F3, head dimension 128, in rings of 3 fit one block a multiprocessor, 6%
-# occupancy under ncu in bench/results/attention_mma-h200-2026-11-26). A lane's registers: its scores and O plus
-# ATTENTION_MMA_OVERHEAD_REGISTERS (ptxas: 122 for 16 rows of d 64 in chunks of 64 keys, 168 for d 128, 254 for
-# 32 rows of d 128 in chunks of 32).
+# ... its K/V rings as deep as leave shared memory for ATTENTION_MMA_BLOCKS_PER_SM blocks a multiprocessor (a
+# block's four warps alone leave it idle at every shuffle and wait: F3, head dimension 128, in rings of 3 fit one
+# block a multiprocessor, 6% occupancy under ncu in bench/results/attention_mma-h200-2026-11-26). Sizing them for
+# the 4 blocks its registers allow at head dimension 64 (rings of 2) ran F1 and F2 no faster than rings of 3
+# (bench/results/attention_exp2-h100-2026-11-26).
 ATTENTION_MMA_BLOCKS_PER_SM = 2
-ATTENTION_MMA_MAX_BLOCKS_PER_SM = 4
-ATTENTION_MMA_OVERHEAD_REGISTERS = 60
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -578,8 +575,7 @@ class Heuristic:
             }
             ringed = sum(size[st] for st in stages if st.parent_op is stage.parent_op)
             fixed = sum(size.values())
-            blocks = _attention_blocks_per_sm(kernel)
-            fits = lambda r: blocks * (fixed + (r - 1) * ringed) <= target().smem_per_sm
+            fits = lambda r: ATTENTION_MMA_BLOCKS_PER_SM * (fixed + (r - 1) * ringed) <= target().smem_per_sm
             return max((r for r in range(2, RING + 1) if fits(r)), default=2)
         if stage not in slabs or not any(lp.extents[1] > WGMMA_TILE[1] for lp in loops):
             return RING
@@ -733,18 +729,6 @@ def _attention_on_atoms(kernel: T.KernelOp) -> bool:
         and isinstance(fragments.any_operands(lp, *lp.ivs), fragments.AttentionOperands)
         for lp in kernel.walk()
     )
-
-
-def _attention_blocks_per_sm(kernel: T.KernelOp) -> int:
-    """Blocks of an attention on atoms a multiprocessor holds by its registers: each lane's scores and O (warp rows
-    x (keys of a chunk + head dimension) / 32) plus ATTENTION_MMA_OVERHEAD_REGISTERS."""
-    loop = next(lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes)
-    rows, cols = (e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
-    chunks = [r for r in loop.walk() if isinstance(r, T.ReduceOp) and (c := contraction_of(r)) and c.a_reduction]
-    keys = min((r.extents[0] for r in chunks), default=ATTENTION_MMA_KEYS)
-    registers = rows * (keys + cols) // target().warp_size + ATTENTION_MMA_OVERHEAD_REGISTERS
-    fit = target().registers_per_sm // (kernel.threads * registers)
-    return max(ATTENTION_MMA_BLOCKS_PER_SM, min(ATTENTION_MMA_MAX_BLOCKS_PER_SM, fit))
 
 
 def _wgmma_loops(kernel: T.KernelOp) -> list[T.ForOp]:
