@@ -17,9 +17,9 @@ GPU time running; `run` compiles whatever is missing. Then, with TF32 off:
    further from HF in fp32 (the same weights) than 1.25 times HF bf16's own distance to it (HF's own bf16 noise);
 3. Qwen2.5-7B in bf16: a prefill of 512 tokens, its logits within 2e-2 of HF's, timed;
 4. TinyLlama-1.1B bf16: a prefill of 512 tokens vs HF eager;
-5. with --profile, the same model's decode step (after the 512-token prompt) and prefill kernel by kernel: each
-   kernel's launch shape, bytes, the floor of those bytes at the measured copy bandwidth and its measured time
-   (irforge.models.profile), sorted by total time.
+5. with --profile [CASE ...] (none named: the same model), each case's decode step (after its prompt) and prefill
+   kernel by kernel: each kernel's launch shape, bytes, the floor of those bytes at the measured copy bandwidth
+   and its measured time (irforge.models.profile), sorted by total time.
 
 Every `irforge generate` writes OUT/generate-<case>.json; OUT/models-<gpu>.json has every check, every timing and
 the environment. Exit 1 when a check fails.
@@ -268,14 +268,20 @@ def main() -> int:
     ap.add_argument("--out", default="build/models/results", help="where `run` writes its JSON")
     ap.add_argument("--only", nargs="*", choices=list(CASES), help="only these cases")
     ap.add_argument("--no-torch-compile", action="store_true", help="time HF eager only")
-    ap.add_argument("--profile", action="store_true", help="per-kernel times of TinyLlama bf16's decode and prefill")
+    ap.add_argument(
+        "--profile",
+        nargs="*",
+        choices=list(CASES),
+        metavar="CASE",
+        help=f"per-kernel times of these cases' decode and prefill (none named: {PROFILE})",
+    )
     args = ap.parse_args()
     os.environ["IRFORGE_CACHE_DIR"] = os.environ.get("IRFORGE_CACHE_DIR") or os.path.join(args.dir, "cache")
     os.makedirs(args.dir, exist_ok=True)
     write_tiny_configs(args.dir)
     cases = args.only or list(CASES)
-    if args.profile and PROFILE not in cases:
-        cases.append(PROFILE)
+    profiled = [] if args.profile is None else args.profile or [PROFILE]
+    cases += [c for c in profiled if c not in cases]
     if args.phase == "compile":
         from irforge.diagnostics import IRForgeError
 
@@ -305,8 +311,8 @@ def main() -> int:
         ok &= timed(report["logits"], case, logits_case, args.dir, case)
     if "tinyllama-bf16-prefill512" in cases:
         ok &= timed(report["prefill"], "tinyllama-bf16-prefill512", prefill_speed, args.dir)
-    if args.profile:
-        ok &= timed(report["profile"], PROFILE, profile_case, args.dir, PROFILE)
+    for case in profiled:
+        ok &= timed(report["profile"], case, profile_case, args.dir, case)
     found = re.search(r"\b([A-Z]\d{2,4})\b", report["environment"]["gpu"] or "")
     gpu = found.group(1).lower() if found else "gpu"  # "NVIDIA H100 80GB HBM3" -> h100
     path = os.path.join(args.out, f"models-{gpu}.json")
