@@ -49,22 +49,29 @@ def test_contractions_reach_cuda_without_spilling(module):
     _assert_no_spills(_compiled(module))
 
 
-def test_small_f32_contraction_compiles_without_spilling():
-    """Regression (the test above drew it): x [32, 64] @ wᵀ in f32 is one block of 16 threads holding 8 x 8
-    register tiles; under a bare `__launch_bounds__(16)` ptxas capped it at 168 registers and spilled 36 stores.
-    A register-tiled kernel now says one block a multiprocessor suffices, and fits."""
+@pytest.mark.parametrize(
+    "dtype, m, n, k, threads",
+    [(f32, 32, 32, 64, 16), (f16, 32, 128, 2048, 128)],
+    ids=["f32-register-tiles", "f16-split-k-on-mma"],
+)
+def test_small_contractions_compile_without_spilling(dtype, m, n, k, threads):
+    """Regressions (the test above drew them): x [32, 64] @ wᵀ in f32, one block of 16 threads holding 8 x 8
+    register tiles (ptxas capped it at 168 registers under a bare `__launch_bounds__(16)` and spilled 36 stores),
+    and x [32, 2048] (f32 cast to f16) @ wᵀ [128, 2048] split over K on mma atoms (72 registers, 4 spill stores).
+    A kernel with a register tile or tensor-core fragments now says one block a multiprocessor suffices."""
     from irforge.passes.torch_to_tensor.common import matmul
 
     def build(b, x):
-        return [matmul(b, x, b.param("w", tensor(f32, 32, 64)), w_transposed=True, out_dtype=f32)]
+        a = x if dtype == f32 else b.cast(x, dtype)
+        y = matmul(b, a, b.param("w", tensor(dtype, n, k)), w_transposed=True, out_dtype=f32)
+        return [b.cast(y, dtype)]
 
-    module = tensor_module([tensor(f32, 32, 64)], ["x"], build)
+    module = tensor_module([tensor(f32, m, k)], ["x"], build)
     run_pipeline(module, "tensor-to-loop,loop-to-tile")
     usage = _compiled(module)
     _assert_no_spills(usage)
-    assert any(
-        "__launch_bounds__(16, 1)" in k.attributes["source"] for k in module.body.ops if isinstance(k, C.CudaKernelOp)
-    )
+    sources = [op.attributes["source"] for op in module.body.ops if isinstance(op, C.CudaKernelOp)]
+    assert any(f"__launch_bounds__({threads}, 1)" in src for src in sources)
 
 
 @st.composite

@@ -76,9 +76,64 @@ def _layer_of(scope: str, layers: str) -> str | None:
     return layers + m.group(1) if m else None
 
 
+# torch ops cheap enough to compute again in each layer rather than pass their result: index arithmetic, views
+_REMAT = {"arange", "add", "sub", "mul", "unsqueeze", "expand", "view", "reshape", "le", "lt", "ge", "gt", "eq", "ne",
+          "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "bitwise_not"}  # fmt: skip
+
+
+def rematerialize_in_layers(func: FuncOp, scopes: dict, layers: str) -> None:
+    """Compute again inside each decoder layer what the layers read from outside them that index arithmetic makes
+    from values they read anyway (the attention mask, `key <= query + cache_position`, from the cache position
+    the layers take for their cache updates): the layer's attention then computes its mask from indices, as the
+    tensor-core fold requires, instead of reading a mask tensor built before the layers."""
+    body = list(func.body.ops)
+    layer_of = {id(op): _layer_of(scopes.get(op, ""), layers) for op in body}
+    read = {id(v) for op in body if layer_of[id(op)] for v in op.operands}
+    for layer in dict.fromkeys(x for x in layer_of.values() if x):
+        run = [op for op in body if layer_of[id(op)] == layer]
+        clones: dict = {}
+        for op in run:
+            for i, v in enumerate(op.operands):
+                owner = _owner(v)
+                if owner is None or layer_of.get(id(owner)) or (ops := _closure(v, read)) is None:
+                    continue
+                for o in ops:
+                    if o.results[0] not in clones:
+                        new = o.clone(clones)
+                        func.body.insert_before(run[0], new)
+                        scopes[new] = scopes.get(run[0], layer)
+                op.set_operand(i, clones[v])
+
+
+def _owner(v: Value) -> Operation | None:
+    owner = getattr(v, "op", None)
+    return owner if isinstance(owner, Operation) else None
+
+
+def _closure(v: Value, read: set) -> list[Operation] | None:
+    """The ops computing `v` from values the layers read anyway (`read`) or from nothing, in program order, when
+    all are index arithmetic or views (`_REMAT`); None otherwise."""
+    ops, todo, seen = [], [v], set()
+    while todo:
+        x = todo.pop()
+        op = _owner(x)
+        if op is None or id(op) in seen or (x is not v and id(x) in read):
+            continue
+        parts = op.name.split(".")
+        if parts[:2] != ["torch", "aten"] or len(parts) < 3 or parts[2] not in _REMAT:
+            return None
+        seen.add(id(op))
+        ops.append(op)
+        todo.extend(op.operands)
+    order = {id(o): i for i, o in enumerate(v.owner.parent.ops)}
+    return sorted(ops, key=lambda o: order[id(o)])
+
+
 def split_layers(func: FuncOp, scopes: dict, layers: str, name: str) -> ModelStep:
     """Cut `func` into runs of ops from one decoder layer (module path `<layers><i>`) or from outside them; runs
-    with structurally equal functions share a segment."""
+    with structurally equal functions share a segment. What the layers read that index arithmetic makes from
+    values they read anyway is computed again in each (`rematerialize_in_layers`)."""
+    rematerialize_in_layers(func, scopes, layers)
     ops = [op for op in func.body.ops if not isinstance(op, ReturnOp) and op.name != "torch.param"]
     ret = func.body.ops[-1]
     runs: list[tuple[str | None, list[Operation]]] = []

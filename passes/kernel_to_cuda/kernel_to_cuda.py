@@ -196,23 +196,35 @@ def _numel(t) -> int:
     return 1
 
 
-# A thread carrying a register tile this large (a SIMT contraction's 8 x 8 accumulators) is told one block a
-# multiprocessor suffices: ptxas otherwise caps such a kernel near 168 registers for occupancy the schedule does
-# not plan on, and spills the tile's operands (a 32 x 32 x 64 f32 product: 36 spill stores under a bare bound).
+# A thread carrying a register tile this large (a SIMT contraction's 8 x 8 accumulators), or computing on tensor-core
+# fragments, is told one block a multiprocessor suffices: ptxas otherwise holds such a kernel under a register
+# target of its own for occupancy the schedule does not plan on, and spills (a 32 x 32 x 64 f32 product: 168
+# registers and 36 spill stores under a bare bound; a 32 x 128 x 2048 f16 split-K product on mma: 72 and 4).
 REGISTER_TILE_ELEMENTS = 64
 
 
 def _launch_bounds(k) -> str:
     """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
-    thread carries a register tile of REGISTER_TILE_ELEMENTS or more (memory-bound kernels keep ptxas' choice)."""
+    thread carries a register tile of REGISTER_TILE_ELEMENTS or more or holds tensor-core fragments (memory-bound
+    kernels keep ptxas' choice)."""
+    ops = list(k.walk())
     tiles = (
-        _numel(c.type)
-        for op in k.walk()
-        if isinstance(op, K.ForOp)
-        for c in op.carries
-        if isinstance(c.type, TensorType)
+        _numel(c.type) for op in ops if isinstance(op, K.ForOp) for c in op.carries if isinstance(c.type, TensorType)
     )
-    return f"{k.threads}, 1" if max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+    fragments = any(isinstance(r.type, FragType) for op in ops for r in op.results)
+    return f"{k.threads}, 1" if fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+
+
+def _chained(op) -> bool:
+    """Whether an elementwise op's tile is read by one elementwise op of the same block (math or a cast), element
+    by element: it can be computed inside that op's element instead of into an array of its own."""
+    users = op.result.users
+    return (
+        len(op.result.uses) == 1
+        and isinstance(users[0], (K.ScalarMathOp, K.CastOp))
+        and users[0].parent is op.parent
+        and not isinstance(op.result.type, FragType)
+    )
 
 
 def _is_array(t) -> bool:
@@ -280,6 +292,8 @@ class _Emitter(WarpgroupStatements):
             return self.name(v)
         if isinstance(within, TensorType) and isinstance(v.type, TensorType) and v.type.shape != within.shape:
             i = _broadcast_index(i, within.shape, v.type.shape)
+        if v in self.inline:
+            return self.inline[v](i)
         return f"{self.name(v)}[{i}]"
 
     def declare(self, v: Value, expr_of) -> None:
@@ -469,11 +483,20 @@ class _Emitter(WarpgroupStatements):
         if len(op.result.uses) == 1 and isinstance(users[0], K.ReduceOp) and users[0].init:
             self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
             return
+        if _is_array(op.result.type) and _chained(op):
+            # read inside its one user's element: an epilogue's chain is one loop, each element's values live
+            # only through it (a tile of 128 computed op by op held two such arrays at once, and ptxas spilled)
+            self.inline[op.result] = expr
+            return
         self.declare(op.result, expr)
 
     def op_cast(self, op):
         src, dst = element_type(op.input.type), element_type(op.result.type)
-        self.declare(op.result, lambda i: self.convert(self.elem(op.input, i), src, dst))
+        expr = lambda i: self.convert(self.elem(op.input, i), src, dst)
+        if _is_array(op.result.type) and _chained(op):
+            self.inline[op.result] = expr
+            return
+        self.declare(op.result, expr)
 
     def convert(self, x: str, src: ScalarType, dst: ScalarType) -> str:
         return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
