@@ -101,6 +101,16 @@ def test_layers_configured_differently_are_captured_whole():
     assert config.num_hidden_layers == 4 and len(config.layer_types) == 4
 
 
+def test_the_cache_comes_in_whole_chunks_of_keys(tiny_model):
+    """A cache of 16 tokens has 64 slots (`hf.cache_capacity`: attention's keys in whole chunks of tensor-core
+    atoms); the other tests check that the slots past 16 change no logit."""
+    from irforge.models.hf import CACHE_ALIGN
+
+    _, model, _ = tiny_model
+    for step in model.steps.values():
+        assert {t.shape[2] for t in step.state.values()} == {CACHE_ALIGN}
+
+
 def test_prefill_and_decode_match_hf(tiny_model):
     config, model, params = tiny_model
     prompt = np.random.default_rng(0).integers(0, config.vocab_size, (2, 5))

@@ -125,10 +125,10 @@ def _capture_split(config, name, dtype, batch, seq, max_len) -> tuple[ModelStep,
 
     from irforge.dialects.torch.capture import capture
 
-    from .hf import CausalLMStep, build_lm
+    from .hf import CausalLMStep, build_lm, cache_capacity
 
     lm = build_lm(config, dtype, "meta")
-    step = CausalLMStep(lm, batch, max_len)
+    step = CausalLMStep(lm, batch, cache_capacity(max_len))
     ids = torch.zeros((batch, seq), dtype=torch.long, device="meta")
     pos = torch.arange(seq, device="meta")
     captured = capture(step, (ids, pos), ["input_ids", "cache_position"], values=False)
