@@ -107,10 +107,12 @@ def test_reductions_reach_cuda(module):
 
 
 @pytest.mark.slow
-def test_hf_llama_decoder_layer_in_f32_reaches_cuda():
-    """HF's `LlamaDecoderLayer` in f32 at TinyLlama's config, a causal prefill of 128 tokens (it once failed in
-    lower-to-kernel: a staged box [.., 64, 1] read along its 64 as one vector): every kernel compiles, none
-    spills, and on a GPU the layer matches eager."""
+@pytest.mark.parametrize("dtype, seq", [("float32", 128), ("bfloat16", 512)])
+def test_hf_llama_decoder_layer_reaches_cuda(dtype, seq):
+    """HF's `LlamaDecoderLayer` at TinyLlama's config, a causal prefill: f32 at 128 tokens (it once failed in
+    lower-to-kernel: a staged box [.., 64, 1] read along its 64 as one vector) and bf16 at 512 (the llm suite's
+    D3, whose SIMT attention once spilled 2564 stores when its loops' elementwise chains were printed inlined):
+    every kernel compiles, none spills, and on a GPU the layer matches eager."""
     pytest.importorskip("transformers")
     import torch
 
@@ -119,10 +121,10 @@ def test_hf_llama_decoder_layer_in_f32_reaches_cuda():
     from irforge.runtime import has_gpu
 
     torch.manual_seed(0)
-    seq = 128
-    cos, sin = rope_tables(TINYLLAMA, torch.arange(seq)[None], torch.float32)
-    layer = decoder_layer(TINYLLAMA).float().eval()
-    prog = compile_model(layer, torch.randn(1, seq, TINYLLAMA.hidden), cos, sin, ir="tile")
+    t = getattr(torch, dtype)
+    cos, sin = rope_tables(TINYLLAMA, torch.arange(seq)[None], t)
+    layer = decoder_layer(TINYLLAMA).to(t).eval()
+    prog = compile_model(layer, torch.randn(1, seq, TINYLLAMA.hidden, dtype=t), cos, sin, ir="tile")
     assert any(contractions_in(k) for k in prog.module.walk() if isinstance(k, T.KernelOp))
     _assert_no_spills(_compiled(prog.module))
     if has_gpu():

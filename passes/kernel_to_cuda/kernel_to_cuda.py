@@ -216,14 +216,19 @@ def _launch_bounds(k) -> str:
 
 
 def _chained(op) -> bool:
-    """Whether an elementwise op's tile is read by one elementwise op of the same block (math or a cast), element
-    by element: it can be computed inside that op's element instead of into an array of its own."""
+    """Whether an elementwise math op of a kernel's epilogue (outside its loops) has a tile read by one elementwise
+    op of the same shape (math or a cast), element by element: it can be computed inside that op's element instead
+    of into an array of its own (a user it broadcasts to would compute it again for each of its elements). Inside
+    loops the arrays stay: there ptxas scheduled the inlined chains of a SIMT attention worse (2564 spill stores
+    where the arrays had none)."""
     users = op.result.users
     return (
-        len(op.result.uses) == 1
+        isinstance(op.parent_op, K.KernelFuncOp)
+        and len(op.result.uses) == 1
         and isinstance(users[0], (K.ScalarMathOp, K.CastOp))
         and users[0].parent is op.parent
-        and not isinstance(op.result.type, FragType)
+        and isinstance(op.result.type, TensorType)
+        and users[0].results[0].type.shape == op.result.type.shape
     )
 
 
@@ -492,11 +497,7 @@ class _Emitter(WarpgroupStatements):
 
     def op_cast(self, op):
         src, dst = element_type(op.input.type), element_type(op.result.type)
-        expr = lambda i: self.convert(self.elem(op.input, i), src, dst)
-        if _is_array(op.result.type) and _chained(op):
-            self.inline[op.result] = expr
-            return
-        self.declare(op.result, expr)
+        self.declare(op.result, lambda i: self.convert(self.elem(op.input, i), src, dst))
 
     def convert(self, x: str, src: ScalarType, dst: ScalarType) -> str:
         return x if src == dst else f"irf_cast<{c_type(dst, self.index_t)}>({x})"
