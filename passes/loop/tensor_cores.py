@@ -101,8 +101,12 @@ def _product(r: ReduceOp) -> Product | None:
     if min(m, n) < TENSOR_MIN_ROWS:
         return None
     dtype = next(x for x in pairs[0] if _half(x)).owner.operand.type.name
-    loaded = sum(_half(x) and _read(x.owner.operand) for pair in pairs for x in pair)
-    why = _why_not(r, rows, cols) if all(_half(x) for pair in pairs for x in pair) else "a factor is not 16-bit"
+    both = all(_half(x) for pair in pairs for x in pair)
+    # a product of two 16-bit factors stages a converted load (a cast from f32) as its tile; attention's P @ V,
+    # whose P the fold computes, takes V only as a 16-bit buffer's tile
+    read = _read if both else lambda v: isinstance(v.owner, LoadValueOp)
+    loaded = sum(_half(x) and read(x.owner.operand) for pair in pairs for x in pair)
+    why = _why_not(r, rows, cols) if both else "a factor is not 16-bit"
     return Product(r, (m, n, r.extent), dtype, why, loaded)
 
 
