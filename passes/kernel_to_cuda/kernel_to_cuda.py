@@ -489,9 +489,7 @@ class _Emitter(WarpgroupStatements):
             self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
             return
         if _is_array(op.result.type) and _chained(op):
-            # read inside its one user's element: an epilogue's chain is one loop, each element's values live
-            # only through it (a tile of 128 computed op by op held two such arrays at once, and ptxas spilled)
-            self.inline[op.result] = expr
+            self.inline[op.result] = expr  # an epilogue's chain: one loop, no array between its ops
             return
         self.declare(op.result, expr)
 

@@ -11,9 +11,9 @@ the tensor cores yet: attention's P @ V reaches them at the tile level, once its
 loaded (a V projection's bias fused into it kept Qwen2's prefill attention on the SIMT path). The fusion passes
 ask `why_lost` and refuse such a fusion.
 
-Only products of 16-bit floats with at least TENSOR_MIN_ROWS rows and columns count: the tile level leaves smaller
-ones (decode's GEMVs) on the SIMT path anyway, and f32 products never reach the tensor cores, so the prologue and
-epilogue fusions around them are decided by work alone.
+Only products with a 16-bit factor and at least TENSOR_MIN_ROWS rows and columns count: the tile level leaves
+smaller ones (decode's GEMVs) on the SIMT path anyway, and f32 products never reach the tensor cores, so the
+prologue and epilogue fusions around them are decided by work alone.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Product:
     shape: tuple[int, int, int]  # rows (M), columns (N), reduced (K)
     dtype: str
     why_not: str | None
-    loaded: int = 2  # 16-bit factors, over all carriers, read from memory as stored or converted by casts
+    loaded: int  # 16-bit factors, over all carriers, read from memory as stored or converted by casts
 
     @property
     def flops(self) -> int:
@@ -75,8 +75,6 @@ def why_lost(before: list[Operation], after: list[Operation]) -> str | None:
             return "it would leave a contraction of 16-bit floats no longer recognizable for the tensor cores"
         return f"it would take {off.describe()} off the tensor cores: {off.why_not}"
     if sum(p.loaded_flops for p in got) < sum(p.loaded_flops for k in before for p in products(k)):
-        # A factor read from memory in 16 bits stays so where the product is not on the tensor cores yet:
-        # attention's P @ V gets there once its scores fold online (the tile level), and only with V loaded.
         lost = min(got, key=lambda p: p.loaded_flops, default=None)
         return f"it would compute a 16-bit factor of {lost.describe() if lost else 'a contraction'} in its loop"
     return None
