@@ -134,7 +134,9 @@ MMA_SPLIT_ROWS = 128
 # Sweep tc1 (bench/results/contraction_sweep-h100-2026-11-26): L2, L7, L9, L10 from 0.63-0.66x of cuBLAS to
 # 0.69-0.96x; the products with fewer wide tiles than multiprocessors (L1, L3, L4, L8) ran slower on them. The
 # columns are those that cut the tiles into whole waves (`_wave_columns`), and products with too few tiles for
-# either take one warpgroup's tiles near a whole wave, in rings up to WAVE_RING (wave_tiles-h100-2026-11-26).
+# either take one warpgroup's tiles near a whole wave, in rings up to WAVE_RING (wave_tiles-h100-2026-11-26). 128
+# wide tiles count as a wave of 132 (WAVE_FILL): L3, 2048 x 2048 x 5632, ran 0.77x -> 0.90x of cuBLAS on them
+# (linears_ab-h100-2026-11-26/l3_tiles).
 WGMMA_MIN_ROWS = 64
 WGMMA_TILE = (128, 128)
 WGMMA_WIDE_TILE = (128, 256)
@@ -148,7 +150,8 @@ RASTER_ROWS = (1, 2, 4, 8, 16, 32)  # groups of block rows tile-rasterize weighs
 RASTER_MIN_SAVING = 0.10
 # Where every operand fits L2 the DRAM model sees no difference between orders, yet grouping rows still paid on an
 # H100: one wave of 64 x 160 and 64 x 224 wgmma tiles (llm L1, L8) ran 1.13x and 1.19x faster in groups of 4-8 rows
-# than in row order (bench/results/tune-h100-2026-11-26b): blocks sharing a weight slab then start side by side.
+# than in row order (the tuner: bench/results/tune-h100-2026-11-26b; A/B: linears_ab-h100-2026-11-26/raster, L1
+# 0.73x -> 0.82x and L8 0.69x -> 0.81x of cuBLAS). The model does not explain it; the measurement does.
 RASTER_IN_L2 = 4
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
