@@ -50,28 +50,35 @@ def test_contractions_reach_cuda_without_spilling(module):
 
 
 @pytest.mark.parametrize(
-    "dtype, m, n, k, threads",
-    [(f32, 32, 32, 64, 16), (f16, 32, 128, 2048, 128)],
-    ids=["f32-register-tiles", "f16-split-k-on-mma"],
+    "dtype, m, n, k, w_transposed",
+    [(f32, 32, 32, 64, True), (f16, 32, 128, 2048, True), (f16, 512, 5632, 64, False)],
+    ids=["f32-register-tiles", "f16-split-k-on-mma", "f16-silu-on-mma"],
 )
-def test_small_contractions_compile_without_spilling(dtype, m, n, k, threads):
-    """Regressions (the test above drew them): x [32, 64] @ wᵀ in f32, one block of 16 threads holding 8 x 8
-    register tiles (ptxas capped it at 168 registers under a bare `__launch_bounds__(16)` and spilled 36 stores),
-    and x [32, 2048] (f32 cast to f16) @ wᵀ [128, 2048] split over K on mma atoms (72 registers, 4 spill stores).
-    A kernel with a register tile or tensor-core fragments now says one block a multiprocessor suffices."""
+def test_small_contractions_compile_without_spilling(dtype, m, n, k, w_transposed):
+    """Regressions (the test above drew them):
+    - x [32, 64] @ wᵀ in f32, one block of 16 threads holding 8 x 8 register tiles: ptxas capped it at 168 registers
+      under a bare `__launch_bounds__(16)` and spilled 36 stores;
+    - x [32, 2048] (f32 cast to f16) @ wᵀ [128, 2048] split over K on mma atoms: 72 registers, 4 spill stores;
+    - silu(x [512, 64] @ w [64, 5632]) in f16 on mma (w not K-major): its epilogue, SiLU over 128 accumulators a
+      thread computed op by op into arrays of their own, spilled 128 stores.
+    A kernel with a register tile or tensor-core fragments now says one block a multiprocessor suffices, and an
+    epilogue's elementwise chain is computed element by element in one loop."""
     from irforge.passes.torch_to_tensor.common import matmul
 
     def build(b, x):
-        a = x if dtype == f32 else b.cast(x, dtype)
-        y = matmul(b, a, b.param("w", tensor(dtype, n, k)), w_transposed=True, out_dtype=f32)
+        a = x if x.type.dtype == dtype else b.cast(x, dtype)
+        w = b.param("w", tensor(dtype, *((n, k) if w_transposed else (k, n))))
+        y = matmul(b, a, w, w_transposed=w_transposed, out_dtype=f32)
+        if m == 512:
+            y = b.ew("mul", y, b.ew("sigmoid", y))
         return [b.cast(y, dtype)]
 
-    module = tensor_module([tensor(f32, m, k)], ["x"], build)
+    module = tensor_module([tensor(dtype if m == 512 else f32, m, k)], ["x"], build)
     run_pipeline(module, "tensor-to-loop,loop-to-tile")
     usage = _compiled(module)
     _assert_no_spills(usage)
     sources = [op.attributes["source"] for op in module.body.ops if isinstance(op, C.CudaKernelOp)]
-    assert any(f"__launch_bounds__({threads}, 1)" in src for src in sources)
+    assert any(", 1) k_" in src for src in sources)  # launch-bounded to one block a multiprocessor
 
 
 @st.composite

@@ -207,20 +207,30 @@ def _launch_bounds(k) -> str:
     """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
     thread carries a register tile of REGISTER_TILE_ELEMENTS or more or holds tensor-core fragments (memory-bound
     kernels keep ptxas' choice)."""
-    ops = list(k.walk())
     tiles = (
-        _numel(c.type) for op in ops if isinstance(op, K.ForOp) for c in op.carries if isinstance(c.type, TensorType)
+        _numel(c.type)
+        for op in k.walk()
+        if isinstance(op, K.ForOp)
+        for c in op.carries
+        if isinstance(c.type, TensorType)
     )
-    fragments = any(isinstance(r.type, FragType) for op in ops for r in op.results)
-    return f"{k.threads}, 1" if fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+    return (
+        f"{k.threads}, 1" if _holds_fragments(k) or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+    )
+
+
+def _holds_fragments(k) -> bool:
+    """Whether the kernel computes on tensor-core fragments."""
+    return any(isinstance(r.type, FragType) for op in k.walk() for r in op.results)
 
 
 def _chained(op) -> bool:
-    """Whether an elementwise math op of a kernel's epilogue (outside its loops) has a tile read by one elementwise
-    op of the same shape (math or a cast), element by element: it can be computed inside that op's element instead
-    of into an array of its own (a user it broadcasts to would compute it again for each of its elements). Inside
-    loops the arrays stay: there ptxas scheduled the inlined chains of a SIMT attention worse (2564 spill stores
-    where the arrays had none)."""
+    """Whether an elementwise math op of a tensor-core kernel's epilogue (at the kernel's top level) has a tile read
+    by one elementwise op of the same shape (math or a cast), element by element: it can be computed inside that
+    op's element instead of into an array of its own (a user it broadcasts to would compute it again for each of
+    its elements). Elsewhere the arrays stay: ptxas scheduled inlined chains worse inside a SIMT attention's loops
+    (2564 spill stores where the arrays had none), in a split attention's combine (16) and in a warp-specialized
+    product's consumer branch (1070 where 288)."""
     users = op.result.users
     return (
         isinstance(op.parent_op, K.KernelFuncOp)
@@ -264,6 +274,7 @@ class _Emitter(WarpgroupStatements):
         self.last_origin: str | None = None
         self.dynamic_smem = 0
         self.inline: dict = {}  # values emitted where their one user reads them, not as arrays
+        self.fragments = _holds_fragments(kernel)
         self.written = K._written_params(kernel)
         bx, by, _ = kernel.attributes["block"]
         x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
@@ -488,7 +499,7 @@ class _Emitter(WarpgroupStatements):
         if len(op.result.uses) == 1 and isinstance(users[0], K.ReduceOp) and users[0].init:
             self.inline[op.result] = expr  # folded element by element into an accumulator: no array of its own
             return
-        if _is_array(op.result.type) and _chained(op):
+        if _is_array(op.result.type) and self.fragments and _chained(op):
             self.inline[op.result] = expr  # an epilogue's chain: one loop, no array between its ops
             return
         self.declare(op.result, expr)
