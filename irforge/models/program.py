@@ -25,7 +25,7 @@ import numpy as np
 from irforge.builtin import FuncOp, ModuleOp, ReturnOp
 from irforge.diagnostics import error
 from irforge.hashing import structural_hash
-from irforge.ir import Operation, Value
+from irforge.ir import Operation, OpResult, Value
 
 
 @dataclass
@@ -106,8 +106,8 @@ def rematerialize_in_layers(func: FuncOp, scopes: dict, layers: str) -> None:
 
 
 def _owner(v: Value) -> Operation | None:
-    owner = getattr(v, "op", None)
-    return owner if isinstance(owner, Operation) else None
+    """The op defining `v`; None for a function argument."""
+    return v.op if isinstance(v, OpResult) else None
 
 
 def _closure(v: Value, read: set) -> list[Operation] | None:

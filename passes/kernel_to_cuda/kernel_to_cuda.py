@@ -203,10 +203,10 @@ def _numel(t) -> int:
 REGISTER_TILE_ELEMENTS = 64
 
 
-def _launch_bounds(k) -> str:
+def _launch_bounds(k, fragments: bool) -> str:
     """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
-    thread carries a register tile of REGISTER_TILE_ELEMENTS or more or holds tensor-core fragments (memory-bound
-    kernels keep ptxas' choice)."""
+    thread carries a register tile of REGISTER_TILE_ELEMENTS or more or holds tensor-core fragments (`fragments`;
+    memory-bound kernels keep ptxas' choice)."""
     tiles = (
         _numel(c.type)
         for op in k.walk()
@@ -214,9 +214,7 @@ def _launch_bounds(k) -> str:
         for c in op.carries
         if isinstance(c.type, TensorType)
     )
-    return (
-        f"{k.threads}, 1" if _holds_fragments(k) or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
-    )
+    return f"{k.threads}, 1" if fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
 
 
 def _holds_fragments(k) -> bool:
@@ -365,7 +363,7 @@ class _Emitter(WarpgroupStatements):
         head += [
             f'#include "{PRELUDE_NAME}"',
             "",
-            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k)}) {name}(',
+            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k, self.fragments)}) {name}(',
         ]
         head += [f"    {p}{',' if i < len(params) - 1 else ') {'}" for i, p in enumerate(params)]
         if not params:
