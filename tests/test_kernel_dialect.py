@@ -92,6 +92,9 @@ BAD = [
     ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[0]\n", "a register tile with no elements", 3),
     ("  %t = kernel.thread_id x\n  %v = kernel.load %t[%t] : f32\n", "accesses a !kernel.ptr or !kernel.smem", 3),
     ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t mod 0] : f32\n", "divisors must be positive", 3),
+    ("  kernel.setmaxnreg inc 236\n", "count must be a multiple of 8 from 24 to 256, not 236", 2),
+    ("  kernel.setmaxnreg dec 16\n", "count must be a multiple of 8 from 24 to 256, not 16", 2),
+    ("  kernel.setmaxnreg up 64\n", "expected", 2),
 ]
 
 

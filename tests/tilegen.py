@@ -70,6 +70,7 @@ SCHEDULE_OPTIONS = {
     "tile-warp-specialize": ["", "{producer=on}", "{producer=off}"],
     "tile-swizzle-smem": ["", "{swizzle=1,2,3}"],
     "tile-pad-smem": ["", "{pad=4}"],
+    "tile-sink": [""],
     "tile-rasterize": ["", "{rows=2}"],
     "tile-unroll": ["", "{max-ops=256}"],
 }

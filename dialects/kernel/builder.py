@@ -272,6 +272,9 @@ class KernelBuilder:
     def wgmma_wait(self, pending: int) -> Operation:
         return self._add(WG.WgmmaWaitOp((), (), {"pending": pending}))
 
+    def setmaxnreg(self, action: str, count: int) -> Operation:
+        return self._add(WG.SetMaxRegistersOp((), (), {"action": action, "count": count}))
+
     # ---- programmatic dependent launch ------------------------------------------------------------------------
     def griddepcontrol_wait(self) -> Operation:
         return self._add(DL.GridDepWaitOp((), ()))

@@ -187,6 +187,7 @@ class Warp:
         self.wgmma_open: list = []
         self.wgmma_groups: list = []
         self.wgmma_fenced = False
+        self.registers: list = []  # the (action, count) of each kernel.setmaxnreg it ran
 
 
 class BlockSim:
@@ -219,6 +220,26 @@ class BlockSim:
         live = list(self.warps)
         self._schedule(gens, live)
         self._check_unwritten_reads()
+        self._check_registers()
+
+    def _check_registers(self) -> None:
+        """The warps of a warpgroup run the same kernel.setmaxnreg ops, and the counts the warpgroups end with fit
+        the register file (a setmaxnreg.inc waits for registers until some warpgroup gives them back)."""
+        groups = [self.warps[i : i + 4] for i in range(0, len(self.warps), 4)]
+        start = WG.launch_registers(self.nthreads)
+        total = 0
+        for g, warps in enumerate(groups):
+            seen = {tuple(w.registers) for w in warps}
+            if len(seen) > 1:
+                raise self._error(self.kernel, f"the warps of warpgroup {g} set different register counts: {seen}")
+            steps = seen.pop()
+            total += (steps[-1][1] if steps else start) * WG.WARPGROUP
+        if any(w.registers for w in self.warps) and total > target().registers_per_sm:
+            raise self._error(
+                self.kernel,
+                f"its warpgroups end with {total} registers, more than a multiprocessor's"
+                f" {target().registers_per_sm}: a kernel.setmaxnreg inc would wait forever",
+            )
 
     def _schedule(self, gens, live) -> None:
         while live:
@@ -1250,6 +1271,11 @@ def _wgmma(sim, op, values, mask, w, env):
     w.wgmma_open.append((op, pending, read_a, read_b))
 
 
+def _setmaxnreg(sim, op, values, mask, w, env):
+    _whole_warp(sim, op, mask, w, "setmaxnreg")
+    w.registers.append((op.attributes["action"], op.attributes["count"]))
+
+
 def _wgmma_fence(sim, op, values, mask, w, env):
     w.wgmma_fenced = True
 
@@ -1303,6 +1329,7 @@ _SIMPLE = {
     WG.WgmmaFenceOp: _wgmma_fence,
     WG.WgmmaCommitOp: _wgmma_commit,
     WG.WgmmaWaitOp: _wgmma_wait,
+    WG.SetMaxRegistersOp: _setmaxnreg,
     K.CpAsyncOp: _cp_async,
     K.CpAsyncCommitOp: _cp_async_commit,
     K.CpAsyncWaitOp: _cp_async_wait,

@@ -275,6 +275,9 @@ class KernelSyntax:
     def kernel_wgmma_wait(self, c):
         return OpAST("kernel.wgmma_wait", attrs={"pending": int(c[0])}, result_types=[])
 
+    def kernel_setmaxnreg(self, c):
+        return OpAST("kernel.setmaxnreg", attrs={"action": str(c[0]), "count": int(c[1])}, result_types=[])
+
     # ---- programmatic dependent launch --------------------------------------------------------------------------
     def kernel_griddep_wait(self, c):
         return OpAST("kernel.griddepcontrol_wait", result_types=[])

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irforge.index_expr import AffineMap
+from irforge.target import target
 
 from .ops import BareOp, GroupWaitOp, IndexedOp
 from .types import FragType, SmemType, tma_swizzle
@@ -145,4 +146,44 @@ class WgmmaWaitOp(GroupWaitOp):
     name = "kernel.wgmma_wait"
 
 
-OPS = (WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp)
+WARPGROUP = 128  # threads
+PRODUCER_REGISTERS = 40  # a producer warpgroup only issues copies (CUTLASS gives its producers as many)
+
+
+def launch_registers(threads: int) -> int:
+    """Registers per thread a block of `threads` starts with, launch-bounded to one block a multiprocessor: the
+    register file over its warpgroups (ptxas counts whole ones: 288 threads get 384's 168), a multiple of 8."""
+    groups = -(-threads // WARPGROUP)
+    return min(256, target().registers_per_sm // (groups * WARPGROUP) // 8 * 8)
+
+
+def register_split(consumers: int) -> tuple[int, int] | None:
+    """(producer, consumer) registers per thread for a block of `consumers` threads and one producer warpgroup:
+    the producer gives back all but PRODUCER_REGISTERS and the consumers share them out; None where that gains the
+    consumers nothing (a block of 256 threads starts with all a thread may hold)."""
+    base = launch_registers(consumers + WARPGROUP)
+    gain = (base - PRODUCER_REGISTERS) * WARPGROUP // consumers // 8 * 8
+    more = min(256, base + gain)
+    return (PRODUCER_REGISTERS, more) if more > base else None
+
+
+class SetMaxRegistersOp(BareOp):
+    """`setmaxnreg.{inc,dec}.sync.aligned`: the executing warpgroup's registers per thread become `count` (a
+    multiple of 8, 24 to 256), taken from or given back to the block's pool. Every warp of a warpgroup executes
+    the same one: a warp-specialized kernel's producer gives back what its consumers take."""
+
+    name = "kernel.setmaxnreg"
+    attribute_types = {"action": str, "count": int}
+
+    def verify_op(self):
+        if self.attributes["action"] not in ("inc", "dec"):
+            raise self.error(f"action must be inc or dec, not {self.attributes['action']!r}")
+        count = self.attributes["count"]
+        if count % 8 or not 24 <= count <= 256:
+            raise self.error(f"count must be a multiple of 8 from 24 to 256, not {count}")
+
+    def print_custom(self, p):
+        p.write(f"{self.name} {self.attributes['action']} {self.attributes['count']}")
+
+
+OPS = (WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, SetMaxRegistersOp)

@@ -18,6 +18,7 @@ from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
 from irforge.dialects.kernel import dependent_launch as DL
 from irforge.dialects.kernel import fragments
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
 from irforge.dialects.kernel.types import (
     FragType,
     MbarrierType,
@@ -205,8 +206,8 @@ REGISTER_TILE_ELEMENTS = 64
 
 def _launch_bounds(k, fragments: bool) -> str:
     """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
-    thread carries a register tile of REGISTER_TILE_ELEMENTS or more or holds tensor-core fragments (`fragments`;
-    memory-bound kernels keep ptxas' choice)."""
+    thread carries a register tile of REGISTER_TILE_ELEMENTS or more, holds tensor-core fragments (`fragments`) or
+    sets its warpgroups' register counts (memory-bound kernels keep ptxas' choice)."""
     tiles = (
         _numel(c.type)
         for op in k.walk()
@@ -214,7 +215,13 @@ def _launch_bounds(k, fragments: bool) -> str:
         for c in op.carries
         if isinstance(c.type, TensorType)
     )
-    return f"{k.threads}, 1" if fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS else str(k.threads)
+    one_block = fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS
+    return f"{k.threads}, 1" if one_block or _sets_registers(k) else str(k.threads)
+
+
+def _sets_registers(k) -> bool:
+    """Whether the kernel moves registers between its warpgroups (its counts split one block's register file)."""
+    return any(isinstance(op, WG.SetMaxRegistersOp) for op in k.walk())
 
 
 def _holds_fragments(k) -> bool:

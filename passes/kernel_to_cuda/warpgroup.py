@@ -54,5 +54,9 @@ class WarpgroupStatements:
     def op_wgmma_commit(self, op):
         self.line("irf_wgmma_commit();")
 
+    def op_setmaxnreg(self, op):
+        action, count = op.attributes["action"], op.attributes["count"]
+        self.line(f'asm volatile("setmaxnreg.{action}.sync.aligned.u32 {count};\\n" ::: "memory");')
+
     def op_wgmma_wait(self, op):
         self.line(f"irf_wgmma_wait<{op.attributes['pending']}>();")

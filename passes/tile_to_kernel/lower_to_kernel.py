@@ -31,6 +31,7 @@ from contextlib import contextmanager
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
 from irforge.dialects.kernel.builder import KernelBuilder, Val
 from irforge.dialects.kernel.types import PtrType, element_type, with_element_type
 from irforge.dialects.loop.indexing import ValueDim
@@ -171,9 +172,10 @@ class Materializer:
             attrs["index_bits"] = 64
         names = [value_hint(p) if isinstance(t, PtrType) else f"{value_hint(p) or 'buffer'}_map" for p, t in params]
         self.producer = memory.producer_stages(tk)
+        self.registers = memory.producer_registers(tk) if self.producer else None
         block = tk.attributes["block"]
-        if self.producer:  # a warp more along x, after the block's threads (memory.produce)
-            block = (block[0] + target().warp_size, *block[1:])
+        if self.producer:  # a warp (or warpgroup) more along x, after the block's threads (memory.produce)
+            block = (block[0] + (WG.WARPGROUP if self.registers else target().warp_size), *block[1:])
         kb = KernelBuilder.kernel(tk.sym_name, [t for _, t in params], tk.attributes["grid"], block, names=names)
         kb.op.loc = kb.loc = tk.loc
         kb.op.attributes.update(attrs)
@@ -217,10 +219,14 @@ class Materializer:
         lin = kb.index(self.linear_thread(), "lin")
         with kb.if_(kb.scalar("lt", lin, kb.const(self.tk.threads, index))) as br:
             with br.otherwise():
+                if self.registers:
+                    kb.setmaxnreg("dec", self.registers[0])
                 memory.produce(self, self.producer)
             self.env.clear()  # nothing the producer's branch computed is visible in the body's
             self.trip.clear()
             with br.then():
+                if self.registers:
+                    kb.setmaxnreg("inc", self.registers[1])
                 self.block(self.tk.body)
 
     # ---- the kernel's prologue: shared buffers, then hardware indices ---------------------------------------------

@@ -21,7 +21,9 @@ mbarriers are set up by that thread before the stage's loop (then a barrier). Pr
 own box, passes a barrier (every thread is done with trip k - 1, whose slot trip k + P - N <= k - 1 reused) and
 has trip k + P's box requested, as cp.async stages do.
 
-`producer` (`tile-warp-specialize`): a warp added to the block (after its threads along x) issues the copies. Its
+`producer` (`tile-warp-specialize`): a warp added to the block (after its threads along x) issues the copies; a
+warpgroup instead where the block's threads are whole warpgroups on sm_90a, which keeps 40 registers a thread and
+gives the rest to them (`kernel.setmaxnreg`: a 256-thread block's threads then hold 232 instead of 168). Its
 first thread walks the stages' loop on its own: for trip k it waits until slot k mod N is released (an `empty`
 mbarrier per slot, one arrival per thread of the block), then announces and requests the trip's boxes. The
 block's threads wait for each trip's boxes and release its slot when done reading it: at the end of the trip, or of
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
 from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
@@ -166,6 +169,14 @@ def why_not_producer(op: T.StageOp) -> str | None:
 def producer_stages(tk: T.KernelOp) -> list[T.StageOp]:
     """The stages a producer warp copies (all of the kernel's or none: `why_not_producer`)."""
     return [op for op in tk.walk() if isinstance(op, T.StageOp) and op.producer]
+
+
+def producer_registers(tk: T.KernelOp) -> tuple[int, int] | None:
+    """(producer, consumer) registers per thread where the producer is a warpgroup that gives its registers to the
+    block's threads (`kernel.setmaxnreg`, sm_90a, a block of whole warpgroups that gains by it); None: a warp."""
+    if not target().has("wgmma") or tk.threads % WG.WARPGROUP:
+        return None
+    return WG.register_split(tk.threads)
 
 
 def params(tk: T.KernelOp) -> list[tuple[Value, object]]:
