@@ -86,6 +86,13 @@ def _llm_linears() -> dict:
 
 
 SHAPES |= _llm_linears()
+# Gated products (a SwiGLU MLP's gate and up projections in one kernel, nn.Linear's weights): silu(x @ wgᵀ) *
+# (x @ wuᵀ), (M, N, K) — the fused kernel of the models' prefill (Qwen2.5-7B's and TinyLlama's MLPs).
+GATED = {
+    "QW.gate_up.s512": (512, 18944, 3584),
+    "QW.gate_up.s2048": (2048, 18944, 3584),
+    "TL.gate_up.s512": (512, 5632, 2048),
+}
 
 
 def _loop_to_tile() -> list[str]:
@@ -206,6 +213,24 @@ VARIANTS = {
         for st in (5, 6)
     },
     **{f"ws-on.s{st}": variant(stages=st, tile_warp_specialize="producer=on") for st in (3, 4)},
+    # the producer (a warpgroup handing its registers to the consumers since 627c5b4) on tiles it was measured
+    # slower on as a single warp
+    **{
+        f"wson.{bm}x{bn}.s{st}": variant(
+            bm=bm, bn=bn, threads=2 * bm, stages=st, tile_tensorize="atom=wgmma", tile_warp_specialize="producer=on"
+        )
+        for bm, bn, st in ((128, 128, 4), (128, 128, 6), (64, 256, 4), (128, 64, 6), (64, 128, 6))
+    },
+    # gated products (GATED): the K chunk of a single product (64 a trip, not 32), the producer warpgroup, rings
+    **{
+        f"gated.bk{bk}{'.ws' if ws else ''}.s{st}": variant(
+            bk=bk, stages=st, tile_warp_specialize="producer=on" if ws else "producer=auto"
+        )
+        for bk in (32, 64)
+        for ws in (False, True)
+        for st in (3, 4)
+    },
+    "gated.128x64.bk64.s4": variant(bm=128, bn=64, threads=256, bk=64, stages=4, tile_tensorize="atom=wgmma"),
     # mma.sync over many warps against one wgmma warpgroup (irforge tune's L4 winner: 16 warps of 16 x 16 atoms
     # over the default 64 x 64 split-4 tile, a ring of 2, a producer warp, block rows rastered by 2)
     "wgmma.64x64.t128": variant(bm=64, bn=64, threads=128, tile_tensorize="atom=wgmma"),  # before eb2fdf9
@@ -260,6 +285,37 @@ def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32", r
 """
 
 
+def gated_program(m: int, n: int, k: int, dtype: str) -> str:
+    """silu(x @ wgᵀ) * (x @ wuᵀ) in `dtype` (16-bit), both products accumulated in f32 in one reduction."""
+    return f"""func.func @forward(%x: {dtype}[{m},{k}], %wg: {dtype}[{n},{k}], %wu: {dtype}[{n},{k}]) -> {dtype}[{m},{n}] {{
+  %y = loop.buffer {dtype}[{m},{n}]
+  loop.kernel @k_gate_up {{
+    loop.for %a0 in 0..{m} {{
+      loop.for %a1 in 0..{n} {{
+        %g, %u = loop.reduce %r in 0..{k} add(0.0), add(0.0) -> f32, f32 {{
+          %a = loop.load %x[%a0, %r]
+          %a32 = scalar.cast %a : {dtype} -> f32
+          %b = loop.load %wg[%a1, %r]
+          %b32 = scalar.cast %b : {dtype} -> f32
+          %pg = scalar.mul %a32, %b32 : f32
+          %c = loop.load %wu[%a1, %r]
+          %c32 = scalar.cast %c : {dtype} -> f32
+          %pu = scalar.mul %a32, %c32 : f32
+          loop.yield %pg, %pu
+        }}
+        %sg = scalar.sigmoid %g : f32
+        %act = scalar.mul %g, %sg : f32
+        %o = scalar.mul %act, %u : f32
+        %oc = scalar.cast %o : f32 -> {dtype}
+        loop.store %y[%a0, %a1] = %oc
+      }}
+    }}
+  }}
+  func.return %y
+}}
+"""
+
+
 def prepare(out: Path, shapes, variants, dtypes=("f32",), jobs: int = 1) -> None:
     out.mkdir(parents=True, exist_ok=True)
     os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
@@ -289,10 +345,13 @@ def _prepare_one(job) -> str:
 
     out, s, dtype, v = job
     os.environ["IRFORGE_CACHE_DIR"] = str(out / "cache")
-    m, n, k, tr, res = SHAPES[s]
     case = f"{s}.{dtype}"
     t0 = time.time()
-    module = parse_module(loop_program(m, n, k, tr, dtype, res))
+    if s in GATED:
+        module = parse_module(gated_program(*GATED[s], dtype))
+    else:
+        m, n, k, tr, res = SHAPES[s]
+        module = parse_module(loop_program(m, n, k, tr, dtype, res))
     try:
         run_pipeline(module, _pipeline(s, v) + ",tile-to-kernel,kernel-to-cuda")
     except Exception as e:  # a refused option point is a row, not the end of the sweep
@@ -312,7 +371,7 @@ def _prepare_one(job) -> str:
 
 
 def _matching(patterns) -> list[str]:
-    return [s for s in SHAPES if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
+    return [s for s in (*SHAPES, *GATED) if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
 
 
 def run(src: Path, out_json: str | None, only: str = "") -> None:
@@ -329,13 +388,21 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
     for path in sorted(src.glob(f"{only or '*'}.ir")):
         case, v = path.stem.split("__")
         shape, dtype = case.rsplit(".", 1)
-        m, n, k, tr, res = SHAPES[shape]
         module = parse_module(path.read_text(), str(path))
         tdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-        x = torch.randn(m, k, device="cuda", dtype=tdtype)
-        w = torch.randn((n, k) if tr else (k, n), device="cuda", dtype=tdtype)
-        inputs = (x, w, torch.randn(m, n, device="cuda", dtype=tdtype)) if res else (x, w)
-        eager = (lambda: x @ (w.t() if tr else w) + inputs[2]) if res else (lambda: x @ (w.t() if tr else w))
+        if shape in GATED:
+            m, n, k = GATED[shape]
+            x = torch.randn(m, k, device="cuda", dtype=tdtype)
+            wg, wu = (torch.randn(n, k, device="cuda", dtype=tdtype) / k**0.5 for _ in range(2))
+            inputs, flops = (x, wg, wu), 4 * m * n * k
+            eager = lambda: torch.nn.functional.silu(x @ wg.t()) * (x @ wu.t())  # noqa: E731
+        else:
+            m, n, k, tr, res = SHAPES[shape]
+            x = torch.randn(m, k, device="cuda", dtype=tdtype)
+            w = torch.randn((n, k) if tr else (k, n), device="cuda", dtype=tdtype)
+            inputs = (x, w, torch.randn(m, n, device="cuda", dtype=tdtype)) if res else (x, w)
+            eager = (lambda: x @ (w.t() if tr else w) + inputs[2]) if res else (lambda: x @ (w.t() if tr else w))
+            flops = 2 * m * n * k
         ref = eager()
         try:
             exe = Executor(module)
@@ -366,11 +433,10 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
                 b.synchronize()
                 times[name].append(a.elapsed_time(b) * 1e3)
         med = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
-        flops = 2 * m * n * k
         row = {"case": case, "variant": v, "us": med["irforge"], "cublas_us": med["cublas"], "error": err}
         row["tflops"] = flops / med["irforge"] / 1e6
         row["vs_cublas"] = med["cublas"] / med["irforge"]
-        row["gbps"] = (m * k + n * k + m * n) * x.element_size() / med["irforge"] / 1e3
+        row["gbps"] = sum(t.numel() for t in (*inputs, y)) * x.element_size() / med["irforge"] / 1e3
         rows.append(row)
         print(f"{case:18s} {v:18s} {med['irforge']:9.1f} us {row['tflops']:7.2f} TFLOP/s {row['gbps']:7.0f} GB/s "
               f"cuBLAS {med['cublas']:8.1f} us  {row['vs_cublas']:.2f}x")  # fmt: skip
