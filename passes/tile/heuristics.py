@@ -417,15 +417,23 @@ class Heuristic:
 
     def reduce_chunk(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Iterations of a reduction per chunk (1: not chunked): a contraction's slabs are staged K_CHUNK_BYTES of
-        each row at a time, MMA_K_CHUNK_BYTES on the tensor cores (K_CHUNK_BYTES for several carriers, whose
-        slabs would not fit the stages)."""
+        each row at a time, MMA_K_CHUNK_BYTES on the tensor cores, halved (down to K_CHUNK_BYTES) while several
+        carriers' slabs (a B slab each: gate and up) would not fit a ring of WGMMA_WIDE_RING stages. The fused
+        gate/up products took 64-element chunks over 32 (a ring of 4, a producer): Qwen2.5's 512 x 18944 x 3584
+        pair 397 -> 237 us (0.61x -> 0.96x of cuBLAS's two products and SiLU), its 2048-row one 1184 -> 905 us,
+        TinyLlama's 90 -> 64 us (bench/results/gated-h100-2026-11-27)."""
         c = contraction_of(reduce)
         if c is None:
             return 1
         size = min(ld.buffer.type.dtype.bytes for ld in c.a + c.b)
         k = reduce.extents[0]
-        tensorized = fragments.atom_step(reduce) > 1 and len(reduce.results) == 1
+        tensorized = fragments.atom_step(reduce) > 1
         chunk = (MMA_K_CHUNK_BYTES if tensorized else K_CHUNK_BYTES) // size
+        if tensorized and len(reduce.results) > 1:
+            rows, cols = next(lp for lp in T.enclosing_loops(reduce) if "atom" in lp.attributes).extents
+            slab_rows = rows + len(reduce.results) * cols
+            while chunk * size > K_CHUNK_BYTES and WGMMA_WIDE_RING * slab_rows * chunk * size > target().smem_per_block:
+                chunk //= 2
         if fragments.atom_step(reduce) > 1 and c.a_reduction is not None:
             loop = next(lp for lp in T.enclosing_loops(reduce) if "atom" in lp.attributes)
             rows, cols = (e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
@@ -562,7 +570,8 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile, as
+        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
+        all its carriers' columns: `_wgmma_columns`), as
         many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
         multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
         bench/results/wave_tiles-h100-2026-11-26/rings)."""
@@ -580,7 +589,7 @@ class Heuristic:
             fixed = sum(size.values())
             fits = lambda r: ATTENTION_MMA_BLOCKS_PER_SM * (fixed + (r - 1) * ringed) <= target().smem_per_sm
             return max((r for r in range(2, RING + 1) if fits(r)), default=2)
-        if stage not in slabs or not any(lp.extents[1] > WGMMA_TILE[1] for lp in loops):
+        if stage not in slabs or not any(_wgmma_columns(lp) > WGMMA_TILE[1] for lp in loops):
             return RING
         if any(lp.extents[0] == 64 for lp in loops):
             slot = sum(math.prod(st.box) * st.result.type.dtype.bytes for st in slabs)
@@ -598,12 +607,13 @@ class Heuristic:
 
     def warp_specialize(self, kernel: T.KernelOp, loop: T.LoopOp) -> bool:
         """Whether tile-warp-specialize gives a loop's copies to a producer warp: where wgmma reads its slabs in a
-        wide tile (the loop then keeps no barrier between the tensor cores' groups). Measured on an H100
+        wide tile, over all its carriers' columns (the loop then keeps no barrier between the tensor cores'
+        groups). Measured on an H100
         (bench/results/warp_specialize-h100-2026-11-26): 128 x 256 tiles (L2, L7, L9, L10) 0.5-3% faster with it,
         within run-to-run noise; 128 x 64 tiles, two or three blocks a multiprocessor (L1, L8), 9-10% slower."""
         if not set(fragments.descriptor_stages(kernel)) & set(loop.body.ops):
             return False
-        return any(lp.extents[1] > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
+        return any(_wgmma_columns(lp) > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
 
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
@@ -739,6 +749,13 @@ def _wgmma_loops(kernel: T.KernelOp) -> list[T.ForOp]:
     return [
         lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and str(lp.attributes.get("atom", "")).startswith("wgmma")
     ]
+
+
+def _wgmma_columns(loop: T.ForOp) -> int:
+    """Columns of B slabs a trip of a wgmma tile's K loop multiplies: the tile's, once per carrier (a gated
+    product's gate and up make a 128 x 128 tile as wide as a 128 x 256 one)."""
+    reduces = [r for r in loop.walk() if isinstance(r, T.ReduceOp) and contraction_of(r) is not None]
+    return loop.extents[1] * max((len(r.results) for r in reduces), default=1)
 
 
 def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:
