@@ -195,12 +195,19 @@ def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
 @pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128), (32, 8, 64)])
 def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group, e):
     """The llm suite's decode (bf16, a 2048-long KV cache, 4 key/value heads): the group's query heads are a
-    block's rows (each K/V chunk read once for them; with a head dimension of 64, 16 lanes of 4 columns a row, the
-    rows halved while the blocks are fewer than the multiprocessors: 4 a block at batch 32), their lanes whole
-    warps (the scores' shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows),
-    and the keys split until the blocks give the multiprocessors about ATTENTION_WARPS_PER_SM warps each; no
-    kernel spills."""
-    from irforge.passes.tile.heuristics import ATTENTION_MIN_SHARE, ATTENTION_WARPS_PER_SM, DECODE_LANE_OUTPUTS
+    block's rows (each K/V chunk read once for them; with a head dimension of 64, the rows halved while the blocks
+    are fewer than the multiprocessors: 4 a block at batch 32), 4 columns a lane for one sequence, 8 for a batch
+    whose rows keep every multiprocessor busy (fewer shuffle rounds a score), the lanes whole warps (the scores'
+    shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows) into rings of
+    DECODE_RING, and the keys split until there are about ATTENTION_DECODE_BLOCKS_PER_SM blocks a multiprocessor,
+    or as far as shares of two chunks allow; no kernel spills."""
+    from irforge.passes.tile.heuristics import (
+        ATTENTION_DECODE_BLOCKS_PER_SM,
+        ATTENTION_MIN_SHARE,
+        DECODE_BUSY_LANE_OUTPUTS,
+        DECODE_LANE_OUTPUTS,
+        DECODE_RING,
+    )
 
     from irforge.target import target
 
@@ -209,16 +216,18 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
     rows, lanes = k.axis_size("threadIdx.y"), k.axis_size("threadIdx.x")
-    assert threads.extents[0] == rows and group % rows == 0 and e // lanes <= DECODE_LANE_OUTPUTS
+    assert threads.extents[0] == rows and group % rows == 0
+    assert e // lanes == (DECODE_BUSY_LANE_OUTPUTS if batch == 32 and e == 64 else DECODE_LANE_OUTPUTS)
     assert e == 64 or rows == group
     assert k.threads % target().warp_size == 0
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].attributes.get("copy") == "tma" and stages["v"].attributes.get("copy") == "tma"
+    assert stages["k"].ring == stages["v"].ring == DECODE_RING
     splits = k.axis_size("blockIdx.y")
-    warps = k.axis_size("blockIdx.x") * splits * k.threads // target().warp_size
-    aim = ATTENTION_WARPS_PER_SM * target().sm_count
+    blocks = k.axis_size("blockIdx.x") * splits
+    aim = ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count
     shortest = 2048 // splits == ATTENTION_MIN_SHARE * stages["k"].box[-2]  # as many splits as the shares allow
-    assert splits > 1 and (aim / 2 <= warps <= 2 * aim or shortest), (splits, warps)
+    assert splits > 1 and (aim / 2 <= blocks <= 2 * aim or shortest), (splits, blocks)
     usage = _usage(m)
     assert not [n for n, u in usage.items() if u.spills or u.stack_frame], usage
 

@@ -130,6 +130,37 @@ def test_planted_missing_barrier_is_caught():
     )
 
 
+SPLIT = """  %t = kernel.thread_id x
+  %c = kernel.const {consumers} : index
+  %mine = kernel.lt %t, %c : bool
+  kernel.if %mine {{
+    kernel.setmaxnreg inc {more}
+  }} else {{
+    kernel.setmaxnreg dec {fewer}
+  }}
+  %v = kernel.load %x[%t] : f32
+  kernel.store %v, %y[%t]
+"""
+
+
+def test_a_producer_warpgroup_hands_its_registers_to_the_consumers():
+    """384 threads start with 168 registers each; a producer warpgroup down to 40 frees 128 x 128, which lifts the
+    other 256 threads to 232 (`warpgroup.register_split`). Asking for 240 overdraws the file (the GPU's
+    setmaxnreg.inc would wait forever), and a warpgroup whose warps disagree (a branch inside it) is refused."""
+    from irforge.dialects.kernel.warpgroup import register_split
+
+    assert register_split(256) == (40, 232) and register_split(128) is None
+    text = _kernel(SPLIT.format(consumers=256, more=232, fewer=40), block=384, n=384)
+    (y,) = run(parse_module(text), [np.arange(384, dtype=np.float32)])
+    np.testing.assert_array_equal(y, np.arange(384, dtype=np.float32))
+    _fails(_kernel(SPLIT.format(consumers=256, more=240, fewer=40), block=384, n=384), "would wait forever", n=384)
+    _fails(
+        _kernel(SPLIT.format(consumers=192, more=232, fewer=40), block=384, n=384),
+        "the warps of warpgroup 1 set different register counts",
+        n=384,
+    )
+
+
 def test_missing_barrier_in_block_reduction_is_caught():
     ex = examples.row_sum(2, 100, block=128)
     broken = ex.ir.replace("  }\n  kernel.barrier\n", "  }\n", 1)

@@ -64,6 +64,16 @@ ROW_LANE_OUTPUTS = 32
 # 18.9 -> 9.8 (512), 22.6 -> 12.1 (2048); head dimension 128 already takes 32 (7 rows: a warp's worth).
 DECODE_ROWS = 16
 DECODE_LANE_OUTPUTS = 4
+# ... unless the batch's rows (every sequence's query heads) number DECODE_BUSY_ROWS_PER_SM a multiprocessor or more:
+# the blocks then keep the multiprocessors busy, and the instructions a key costs set the time, so a lane takes
+# DECODE_BUSY_LANE_OUTPUTS columns (fewer lanes, fewer shuffle rounds a score). F4 (32 sequences x 32 heads, d 64)
+# 65 -> 55 us on 8 lanes instead of 16; one sequence (F5, D1, D2) ran 1.3-1.7x slower on fewer lanes
+# (bench/results/attention_decode-h100-2026-11-27).
+DECODE_BUSY_ROWS_PER_SM = 4
+DECODE_BUSY_LANE_OUTPUTS = 8
+# Decode attention's K/V rings take DECODE_RING slots (its blocks are short and many: more of them resident beat a
+# deeper ring): F4 55 -> 52 us, F6 116 -> 113 us.
+DECODE_RING = 2
 # Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
 # a warp walks its share of the keys one dependent step after another (scores, shuffles, the online rescale), so
 # only many warps in flight keep the multiprocessors issuing, and the K/V streams' latency hidden. Shares keep at
@@ -72,6 +82,14 @@ DECODE_LANE_OUTPUTS = 4
 # bandwidth, 67 TFLOP/s / 3.35 TB/s), where every share's partial O (rows x N in f32) costs traffic its compute
 # does not hide.
 ATTENTION_WARPS_PER_SM = 16
+# Where the kernel is bound by memory (decode: a KV head's few query rows), toward ATTENTION_DECODE_BLOCKS_PER_SM
+# blocks a multiprocessor instead, shares of DECODE_MIN_SHARE_KEYS keys at least: its blocks are short, and several
+# waves of them hide the loads' and shuffles' latency. bench/results/attention_decode-h100-2026-11-27: F4 (32 x 32
+# heads, d 64, 2048 keys, 256 one-warp blocks) 8 shares 52 us, 32 shares 58; F6 (d 128, 128 blocks of 7 warps) 2
+# shares 135 us, 16 shares 112; F5 (one sequence, 4 blocks) 32 shares 16.5 us, 16 shares 20, 8 shares 29; D2
+# (Qwen2.5's decode layer, 513 keys) 57 shares 206 us, 171 (three keys each) 242.
+ATTENTION_DECODE_BLOCKS_PER_SM = 16
+DECODE_MIN_SHARE_KEYS = 8
 # Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): blocks of
 # ATTENTION_MMA_WARPS warps, each whole query rows (a row's scores, max and exp(x - m) stay in its lanes): 16, or
 # ATTENTION_MMA_WARP_ROWS for a head dimension over ATTENTION_MMA_NARROW_HEAD where the queries come in such blocks
@@ -275,13 +293,17 @@ class Heuristic:
         """Threads along x sharing each row of an attention-shaped contraction's output tile (a contraction whose A
         factor a reduction computes in the element: the scores); 1 for any other, or where a thread holds the
         whole row. Enough lanes that each holds at most ROW_LANE_OUTPUTS columns of the row (DECODE_LANE_OUTPUTS
-        in a band of DECODE_ROWS rows at most), its slice of the scores' reduction as long, then more while the
+        in a band of DECODE_ROWS rows at most, DECODE_BUSY_LANE_OUTPUTS where the batch's rows keep every
+        multiprocessor busy), its slice of the scores' reduction as long, then more while the
         block's rows times the lanes would leave a warp partly empty (the lanes' shuffles need whole warps), at
         most a warp and one column a lane."""
         if not _recomputes_a(band) or self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
             return 1
         n = band.extents[n_dim]
-        most = DECODE_LANE_OUTPUTS if band.extents[m_dim] <= DECODE_ROWS else ROW_LANE_OUTPUTS
+        rows = math.prod(band.extents) // band.extents[n_dim]
+        busy = rows >= DECODE_BUSY_ROWS_PER_SM * target().sm_count
+        decode = DECODE_BUSY_LANE_OUTPUTS if busy else DECODE_LANE_OUTPUTS
+        most = decode if band.extents[m_dim] <= DECODE_ROWS else ROW_LANE_OUTPUTS
         lanes = 1
         while n // lanes > most and n % (2 * lanes) == 0 and 2 * lanes <= target().warp_size:
             lanes *= 2
@@ -516,12 +538,21 @@ class Heuristic:
     def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
         """Blocks sharing the keys of an attention-shaped contraction whose rows' lanes share the scores: the
         split (any divisor of its chunks) whose warps come nearest (by ratio; the larger on a tie) to
-        ATTENTION_WARPS_PER_SM a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least, MIN_SHARE where
-        the kernel is bound by compute."""
+        ATTENTION_WARPS_PER_SM a multiprocessor, shares of MIN_SHARE chunks at least; where bound by memory, the
+        blocks nearest ATTENTION_DECODE_BLOCKS_PER_SM a multiprocessor, shares of ATTENTION_MIN_SHARE chunks and
+        DECODE_MIN_SHARE_KEYS keys at least."""
         trips = reduce.extents[0]
-        least = ATTENTION_MIN_SHARE if _attention_bound_by_memory(reduce) else MIN_SHARE
+        memory = _attention_bound_by_memory(reduce)
+        least = ATTENTION_MIN_SHARE if memory else MIN_SHARE
+        if memory:  # a trip's keys: its chunk's (the reduction inside it whose results it yields), else one
+            chunks = [r for r in reduce.body.ops if isinstance(r, T.ReduceOp) and tuple(r.results) == reduce.yielded]
+            keys = chunks[0].extents[0] if chunks else 1
+            least = max(least, -(-DECODE_MIN_SHARE_KEYS // keys))
         # any divisor of the chunks: cache lengths (prompt plus new tokens) rarely factor into SPLITS
         fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
+        if memory:
+            aim = ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count
+            return min(fits, key=lambda s: (abs(math.log(blocks * s / aim)), -s))
         warps = blocks * max(1, kernel.threads // target().warp_size)
         aim = ATTENTION_WARPS_PER_SM * target().sm_count
         return min(fits, key=lambda s: (abs(math.log(warps * s / aim)), -s))
@@ -570,13 +601,17 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
+        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (bound by memory),
+        WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
         all its carriers' columns: `_wgmma_columns`), as
         many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
         multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
         bench/results/wave_tiles-h100-2026-11-26/rings)."""
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
+        attention = [r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)]
+        if attention and not _attention_on_atoms(kernel) and _attention_bound_by_memory(attention[0]):
+            return DECODE_RING
         if _attention_on_atoms(kernel):
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
             size = {
