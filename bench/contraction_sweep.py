@@ -287,7 +287,8 @@ def loop_program(m: int, n: int, k: int, transposed: bool, dtype: str = "f32", r
 
 def gated_program(m: int, n: int, k: int, dtype: str) -> str:
     """silu(x @ wgᵀ) * (x @ wuᵀ) in `dtype` (16-bit), both products accumulated in f32 in one reduction."""
-    return f"""func.func @forward(%x: {dtype}[{m},{k}], %wg: {dtype}[{n},{k}], %wu: {dtype}[{n},{k}]) -> {dtype}[{m},{n}] {{
+    args = f"%x: {dtype}[{m},{k}], %wg: {dtype}[{n},{k}], %wu: {dtype}[{n},{k}]"
+    return f"""func.func @forward({args}) -> {dtype}[{m},{n}] {{
   %y = loop.buffer {dtype}[{m},{n}]
   loop.kernel @k_gate_up {{
     loop.for %a0 in 0..{m} {{
@@ -395,7 +396,7 @@ def run(src: Path, out_json: str | None, only: str = "") -> None:
             x = torch.randn(m, k, device="cuda", dtype=tdtype)
             wg, wu = (torch.randn(n, k, device="cuda", dtype=tdtype) / k**0.5 for _ in range(2))
             inputs, flops = (x, wg, wu), 4 * m * n * k
-            eager = lambda: torch.nn.functional.silu(x @ wg.t()) * (x @ wu.t())  # noqa: E731
+            eager = lambda: torch.nn.functional.silu(x @ wg.t()) * (x @ wu.t())
         else:
             m, n, k, tr, res = SHAPES[shape]
             x = torch.randn(m, k, device="cuda", dtype=tdtype)
