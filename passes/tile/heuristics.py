@@ -538,19 +538,19 @@ class Heuristic:
     def _attention_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp, blocks: int) -> int:
         """Blocks sharing the keys of an attention-shaped contraction whose rows' lanes share the scores: the
         split (any divisor of its chunks) whose warps come nearest (by ratio; the larger on a tie) to
-        ATTENTION_WARPS_PER_SM a multiprocessor, shares of MIN_SHARE chunks at least; where bound by memory, the
-        blocks nearest ATTENTION_DECODE_BLOCKS_PER_SM a multiprocessor, shares of ATTENTION_MIN_SHARE chunks and
-        DECODE_MIN_SHARE_KEYS keys at least."""
+        ATTENTION_WARPS_PER_SM a multiprocessor, shares of MIN_SHARE chunks at least (ATTENTION_MIN_SHARE where
+        bound by memory); at decode (`_decode_attention`), the blocks nearest ATTENTION_DECODE_BLOCKS_PER_SM a
+        multiprocessor, shares of DECODE_MIN_SHARE_KEYS keys at least."""
         trips = reduce.extents[0]
-        memory = _attention_bound_by_memory(reduce)
-        least = ATTENTION_MIN_SHARE if memory else MIN_SHARE
-        if memory:  # a trip's keys: its chunk's (the reduction inside it whose results it yields), else one
+        least = ATTENTION_MIN_SHARE if _attention_bound_by_memory(reduce) else MIN_SHARE
+        decode = _decode_attention(reduce)
+        if decode:  # a trip's keys: its chunk's (the reduction inside it whose results it yields), else one
             chunks = [r for r in reduce.body.ops if isinstance(r, T.ReduceOp) and tuple(r.results) == reduce.yielded]
             keys = chunks[0].extents[0] if chunks else 1
             least = max(least, -(-DECODE_MIN_SHARE_KEYS // keys))
         # any divisor of the chunks: cache lengths (prompt plus new tokens) rarely factor into SPLITS
         fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
-        if memory:
+        if decode:
             aim = ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count
             return min(fits, key=lambda s: (abs(math.log(blocks * s / aim)), -s))
         warps = blocks * max(1, kernel.threads // target().warp_size)
@@ -601,7 +601,7 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (bound by memory),
+        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (`_decode_attention`),
         WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
         all its carriers' columns: `_wgmma_columns`), as
         many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
@@ -610,7 +610,7 @@ class Heuristic:
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
         attention = [r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)]
-        if attention and not _attention_on_atoms(kernel) and _attention_bound_by_memory(attention[0]):
+        if attention and not _attention_on_atoms(kernel) and _decode_attention(attention[0]):
             return DECODE_RING
         if _attention_on_atoms(kernel):
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
@@ -708,16 +708,30 @@ class Heuristic:
         return UNROLL_OPS
 
 
-def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
-    """Whether the attention-shaped contraction in `reduce` does fewer than SIMT_FLOPS_PER_BYTE flops per byte of
-    its B factor (K and V): 2 per query row a block shares each element with, over the element's bytes."""
+def _attention_rows(reduce: T.ReduceOp) -> tuple[int, int] | None:
+    """(query rows a block shares each K/V element with, the element's bytes) of the attention-shaped contraction
+    in `reduce`; None where it has none."""
     c = next((c for r in reduce.walk() if isinstance(r, T.ReduceOp) for c in [contraction_of(r)] if c), None)
     loop = next((lp for lp in T.enclosing_loops(reduce) if any(a in T.THREAD_AXES for a in lp.bind)), None)
     if c is None or loop is None or not c.b:
-        return False
+        return None
     rows = math.prod(e for e, iv in zip(loop.extents, loop.ivs) if iv in c.m)
-    size = min(ld.buffer.type.dtype.bytes for ld in c.b)
-    return 2 * rows / size < SIMT_FLOPS_PER_BYTE
+    return rows, min(ld.buffer.type.dtype.bytes for ld in c.b)
+
+
+def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
+    """Whether the attention-shaped contraction in `reduce` does fewer than SIMT_FLOPS_PER_BYTE flops per byte of
+    its B factor (K and V): 2 per query row a block shares each element with, over the element's bytes."""
+    rows = _attention_rows(reduce)
+    return rows is not None and 2 * rows[0] / rows[1] < SIMT_FLOPS_PER_BYTE
+
+
+def _decode_attention(reduce: T.ReduceOp) -> bool:
+    """Whether `reduce` holds decode attention: bound by memory, DECODE_ROWS query rows a block at most (a KV
+    head's query heads at one position; f32 prefill in blocks of 32 rows is bound by memory too, and ran slower on
+    decode's rings and splits: seed84's sdpa.TL.s512 80 -> 86 us)."""
+    rows = _attention_rows(reduce)
+    return _attention_bound_by_memory(reduce) and rows is not None and rows[0] <= DECODE_ROWS
 
 
 def _simt_columns(bm: int, n: int) -> int:
