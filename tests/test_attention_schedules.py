@@ -199,7 +199,7 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     are fewer than the multiprocessors: 4 a block at batch 32), 4 columns a lane for one sequence, 8 for a batch
     whose rows keep every multiprocessor busy (fewer shuffle rounds a score), the lanes whole warps (the scores'
     shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows) into rings of
-    DECODE_RING, and the keys split until there are about ATTENTION_DECODE_BLOCKS_PER_SM blocks a multiprocessor,
+    DECODE_RING where the blocks are many (RING for one sequence), and the keys split until there are about ATTENTION_DECODE_BLOCKS_PER_SM blocks a multiprocessor,
     or as far as shares of two chunks allow; no kernel spills."""
     from irforge.passes.tile.heuristics import (
         ATTENTION_DECODE_BLOCKS_PER_SM,
@@ -207,6 +207,8 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
         DECODE_BUSY_LANE_OUTPUTS,
         DECODE_LANE_OUTPUTS,
         DECODE_RING,
+        DECODE_RING_BLOCKS_PER_SM,
+        RING,
     )
 
     from irforge.target import target
@@ -222,9 +224,10 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     assert k.threads % target().warp_size == 0
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].attributes.get("copy") == "tma" and stages["v"].attributes.get("copy") == "tma"
-    assert stages["k"].ring == stages["v"].ring == DECODE_RING
     splits = k.axis_size("blockIdx.y")
     blocks = k.axis_size("blockIdx.x") * splits
+    ring = DECODE_RING if blocks >= DECODE_RING_BLOCKS_PER_SM * target().sm_count else RING
+    assert stages["k"].ring == stages["v"].ring == ring
     aim = ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count
     shortest = 2048 // splits == ATTENTION_MIN_SHARE * stages["k"].box[-2]  # as many splits as the shares allow
     assert splits > 1 and (aim / 2 <= blocks <= 2 * aim or shortest), (splits, blocks)

@@ -71,9 +71,12 @@ DECODE_LANE_OUTPUTS = 4
 # (bench/results/attention_decode-h100-2026-11-27).
 DECODE_BUSY_ROWS_PER_SM = 4
 DECODE_BUSY_LANE_OUTPUTS = 8
-# Decode attention's K/V rings take DECODE_RING slots (its blocks are short and many: more of them resident beat a
-# deeper ring): F4 55 -> 52 us, F6 116 -> 113 us.
+# Decode attention's K/V rings take DECODE_RING slots where its blocks number DECODE_RING_BLOCKS_PER_SM a
+# multiprocessor or more (more than fit at once with rings of RING: 9 of F4's): more of them resident beat a
+# deeper ring, F4 55 -> 52 us, F6 116 -> 113 us. Fewer blocks keep rings of RING, every chunk's copy in flight
+# at once (TinyLlama's decode step, 16 blocks on a 48-key cache: 1.10 -> 1.17 ms on rings of 2).
 DECODE_RING = 2
+DECODE_RING_BLOCKS_PER_SM = 8
 # Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
 # a warp walks its share of the keys one dependent step after another (scores, shuffles, the online rescale), so
 # only many warps in flight keep the multiprocessors issuing, and the K/V streams' latency hidden. Shares keep at
@@ -601,7 +604,8 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (`_decode_attention`),
+        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (`_decode_attention`)
+        of many blocks,
         WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
         all its carriers' columns: `_wgmma_columns`), as
         many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
@@ -610,7 +614,9 @@ class Heuristic:
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
         attention = [r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)]
-        if attention and not _attention_on_atoms(kernel) and _decode_attention(attention[0]):
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        many = blocks >= DECODE_RING_BLOCKS_PER_SM * target().sm_count
+        if attention and many and not _attention_on_atoms(kernel) and _decode_attention(attention[0]):
             return DECODE_RING
         if _attention_on_atoms(kernel):
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
