@@ -172,8 +172,11 @@ RASTER_MIN_SAVING = 0.10
 # Where every operand fits L2 the DRAM model sees no difference between orders, yet grouping rows still paid on an
 # H100: one wave of 64 x 160 and 64 x 224 wgmma tiles (llm L1, L8) ran 1.13x and 1.19x faster in groups of 4-8 rows
 # than in row order (the tuner: bench/results/tune-h100-2026-11-26b; A/B: linears_ab-h100-2026-11-26/raster, L1
-# 0.73x -> 0.82x and L8 0.69x -> 0.81x of cuBLAS). The model does not explain it; the measurement does.
-RASTER_IN_L2 = 4
+# 0.73x -> 0.82x and L8 0.69x -> 0.81x of cuBLAS). The model does not explain it; the measurement does. Groups of
+# 8 over 4 (the tuner's pick for L1 and L8 in bench/results/tune-h100-2026-11-27/run3; A/B in
+# raster8-h100-2026-11-27): L1 17.7 -> 17.2 us, L1.f16 17.7 -> 16.9, L8.f16 32.9 -> 31.3, L8 31.6 -> 32.1, the
+# seed84 products within 0.5%.
+RASTER_IN_L2 = 8
 # An innermost loop unrolls fully (tile-unroll) up to this many register-tile element operations: a contraction's
 # chunk of K (BK / 4 steps of an 8 x 8 tile's 64 fused multiply-adds and 16 operand loads) fits at BK up to 64.
 UNROLL_OPS = 4096
