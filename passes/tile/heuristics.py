@@ -143,11 +143,12 @@ MMA_TILE = (128, 128, 128)
 MMA_ACCUMULATORS = 128  # f32 accumulators a thread holds (of 255 registers), over all carriers
 MMA_K_CHUNK_BYTES = 128
 MMA_SPLIT_THREADS = 512  # most threads of a tile halved to fill the GPU (then split over K): _mma_tile
-# Products of at most MMA_SPLIT_ROWS rows whose wgmma tiles would not fill the GPU run on mma.sync (16 warps over
-# 64 x 64, split over K): 128 x 2048 x 2048 0.59x -> 0.65x of cuBLAS, 64 x 4096 x 4096 0.75x -> 0.79x; with more
-# rows one wgmma warpgroup's 64 x 64 tiles stay faster (192 x 1024 x 2048 0.63x against 0.56x, 512 x 512 x 3584
-# 0.62x against 0.58x): bench/results/wave_tiles-h100-2026-11-26/small.
-MMA_SPLIT_ROWS = 128
+# Products too small for wgmma's tiles to fill the GPU take one warpgroup's 64 x 64 tiles split over K, their slabs
+# in rings of SPLIT_WGMMA_RING (a share's chunks mostly in flight at once). Against 16 mma.sync warps over the same
+# tiles in rings of 3, which ran 128 x 2048 x 2048 faster than wgmma in rings of 3 (0.59x -> 0.65x of cuBLAS in
+# bench/results/wave_tiles-h100-2026-11-26/small): L4 15.2 -> 13.6 us, 0.72x -> 0.80x (the tuner's point,
+# bench/results/tune-h100-2026-11-27/run3; A/B `wg5` in raster8-h100-2026-11-27).
+SPLIT_WGMMA_RING = 5
 # On sm_90a, products of WGMMA_MIN_ROWS rows or more run on wgmma (a warpgroup takes 64 rows) in blocks of WGMMA_TILE,
 # or of WGMMA_WIDE_TILE's rows over up to its columns where those fill WAVE_FILL of the multiprocessors: two warpgroups
 # of 64 x 256 (128 accumulators a thread, one block an SM) read half the shared memory per flop, and their slabs
@@ -566,8 +567,7 @@ class Heuristic:
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
         sm_90a for prefill-sized products (WGMMA_MIN_ROWS rows) whose factors wgmma can read from shared memory
-        (K-major loads, no prologue), unless they have MMA_SPLIT_ROWS rows or fewer and wgmma's tiles would not fill
-        the multiprocessors (`_wgmma_fills`), else "mma";
+        (K-major loads, no prologue), else "mma";
         None keeps it on the SIMT path: the target has no tensor cores,
         the products are not of 16-bit floats (`fragments.operands` says why), or the product is decode-shaped
         (fewer than TENSOR_MIN_ROWS rows or columns in all: streaming the weight is split-K's business)."""
@@ -581,7 +581,7 @@ class Heuristic:
         if min(sizes) < TENSOR_MIN_ROWS:
             return None
         wgmma = target().has("wgmma") and sizes[0] >= WGMMA_MIN_ROWS and fragments.why_not_descriptors(ops) is None
-        return "wgmma" if wgmma and (sizes[0] > MMA_SPLIT_ROWS or _wgmma_fills(*sizes)) else "mma"
+        return "wgmma" if wgmma else "mma"
 
     def attention_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom attention's two products run on, over query rows `rows` and head columns `cols`: "mma" where
@@ -609,7 +609,8 @@ class Heuristic:
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (`_decode_attention`)
         of many blocks,
-        WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over
+        SPLIT_WGMMA_RING for one warpgroup's 64 x 64 tiles split over K, WGMMA_WIDE_RING for the slabs of a wide
+        wgmma tile (over
         all its carriers' columns: `_wgmma_columns`), as
         many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
         multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
@@ -633,6 +634,9 @@ class Heuristic:
             fixed = sum(size.values())
             fits = lambda r: ATTENTION_MMA_BLOCKS_PER_SM * (fixed + (r - 1) * ringed) <= target().smem_per_sm
             return max((r for r in range(2, RING + 1) if fits(r)), default=2)
+        split = any(a in T.BLOCK_AXES for r in T.enclosing_loops(stage) if isinstance(r, T.ReduceOp) for a in r.bind)
+        if stage in slabs and split and all(lp.extents == (64, 64) for lp in loops):
+            return SPLIT_WGMMA_RING
         if stage not in slabs or not any(_wgmma_columns(lp) > WGMMA_TILE[1] for lp in loops):
             return RING
         if any(lp.extents[0] == 64 for lp in loops):
@@ -746,13 +750,6 @@ def _decode_attention(reduce: T.ReduceOp) -> bool:
 def _simt_columns(bm: int, n: int) -> int:
     """A SIMT tile's columns for `bm` rows: 64 beside 64 rows (64 x 64 tiles of 64 threads), else up to 128."""
     return max((x for x in ((64,) if bm == 64 else (128, 64)) + (32, 16, 8) if n % x == 0), default=1)
-
-
-def _wgmma_fills(m: int, n: int) -> bool:
-    """Whether an M x N product's wgmma tiles fill the multiprocessors (`_wgmma_tile` before it halves them to
-    64 x 64 and splits K): 128 x 128 tiles, or one warpgroup's over columns nearest a whole wave."""
-    fills = (m // WGMMA_TILE[0]) * (n // WGMMA_TILE[1]) >= target().sm_count
-    return fills or _wave_columns(m // 64, n, 64, WGMMA_WIDE_TILE[1], WAVE_FILL) is not None
 
 
 def _wave_columns(row_tiles: int, n: int, lo: int, hi: int, fill: float) -> int | None:
