@@ -199,8 +199,9 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     are fewer than the multiprocessors: 4 a block at batch 32), 4 columns a lane for one sequence, 8 for a batch
     whose rows keep every multiprocessor busy (fewer shuffle rounds a score), the lanes whole warps (the scores'
     shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows) into rings of
-    DECODE_RING where the blocks are many (RING for one sequence), and the keys split until there are about ATTENTION_DECODE_BLOCKS_PER_SM blocks a multiprocessor,
-    or as far as shares of two chunks allow; no kernel spills."""
+    DECODE_RING where the blocks are many (RING for one sequence), and the keys split until there are about
+    ATTENTION_DECODE_BLOCKS_PER_SM blocks a multiprocessor, or as far as shares of two chunks allow; no kernel
+    spills."""
     from irforge.passes.tile.heuristics import (
         ATTENTION_DECODE_BLOCKS_PER_SM,
         ATTENTION_MIN_SHARE,
