@@ -607,13 +607,11 @@ class Heuristic:
         return min(fits, key=ratio, default=None)
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
-        """Buffers a stage in a loop cycles through: RING, DECODE_RING in decode attention (`_decode_attention`)
-        of many blocks,
-        SPLIT_WGMMA_RING for one warpgroup's 64 x 64 tiles split over K, WGMMA_WIDE_RING for the slabs of a wide
-        wgmma tile (over
-        all its carriers' columns: `_wgmma_columns`), as
-        many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a block a
-        multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
+        """Buffers a stage in a loop cycles through: RING; DECODE_RING in decode attention (`_decode_attention`) of
+        many blocks; SPLIT_WGMMA_RING for one warpgroup's 64 x 64 tiles split over K; WGMMA_WIDE_RING for the slabs
+        of a wide wgmma tile (over all its carriers' columns: `_wgmma_columns`), as many as fit the block's shared
+        memory up to WAVE_RING for one warpgroup's wide tile (a block a multiprocessor, its warps waiting on the
+        copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
         bench/results/wave_tiles-h100-2026-11-26/rings)."""
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
