@@ -269,15 +269,17 @@ WGMMA_LATER = [
 @example(128, 64, 128, "bf16", (False, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False, "off")
 @example(128, 64, 256, "bf16", (False, False, False), 128, "tile-chunk-reduce{bk=16}", 2, 1, "all", True, "on")
 @example(64, 32, 128, "f16", (True, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False, "on")
+@example(128, 8, 32, "bf16", (False, False, False), 128, "tile-chunk-reduce{bk=16}", 2, 0, "all", False, "on")
 def test_wgmma_contractions_match_the_loop_interpreter(
     m, n, k, dtype, variant, bm, chunk, stages, depth, tma, split, producer
 ):
     """nn.Linear's product laid out on wgmma (warpgroups of 64 rows), its K in chunks staged in rings of 1 to 4
     slots by the tensor memory accelerator (swizzled for the descriptors) or by the threads, prefetched as deep as
     the ring allows or one trip ahead, sometimes split over blocks, the copies sometimes given to a producer warp
-    (`tile-warp-specialize`): the kernel simulator (reading the slabs through the descriptors' layout, catching a
-    slot refilled while a wgmma reads it and an accumulator read before its wait, running the producer warp and the
-    block's warps as they block on their mbarriers) gives the loop interpreter's answer. A trip leaves its wgmma
+    (`tile-warp-specialize`; a warpgroup handing its registers to the block's threads where they are whole
+    warpgroups, sm_90a's setmaxnreg): the kernel simulator (reading the slabs through the descriptors' layout,
+    catching a slot refilled while a wgmma reads it and an accumulator read before its wait, running the producer
+    and the block's warps as they block on their mbarriers) gives the loop interpreter's answer. A trip leaves its wgmma
     group in flight exactly where the ring is two deeper than the prefetch (a producer's stages have none). Slabs
     the threads copy run on mma.sync from the same layout; products the descriptors cannot read (a prologue, x
     stored M-major) are declined."""
@@ -316,7 +318,10 @@ def test_wgmma_contractions_match_the_loop_interpreter(
     assert bool(wgmma) == fed, text
     event(f"producer warp: {bool(produced)}")
     for k in (op for op in module.walk() if op.name == "kernel.func" and op.attributes["sym_name"] in blocks):
-        assert k.attributes["block"][0] == blocks[k.attributes["sym_name"]] + 32 * bool(produced), text
+        threads = blocks[k.attributes["sym_name"]]
+        # a warpgroup that hands its registers to the block's threads where they are whole warpgroups, else a warp
+        producer_threads = WG.WARPGROUP if threads % WG.WARPGROUP == 0 and WG.register_split(threads) else 32
+        assert k.attributes["block"][0] == threads + producer_threads * bool(produced), text
     in_flight = fed and all(st.ring - st.prefetch >= 2 for st in descriptors)
     waits = sorted({op.attributes["pending"] for op in module.walk() if op.name == "kernel.wgmma_wait"})
     event(f"wgmma group left in flight: {in_flight}")
