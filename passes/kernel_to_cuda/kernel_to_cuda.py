@@ -208,20 +208,17 @@ def _launch_bounds(k, fragments: bool) -> str:
     """`__launch_bounds__`' arguments: the block's threads, and a minimum of one block a multiprocessor where a
     thread carries a register tile of REGISTER_TILE_ELEMENTS or more, holds tensor-core fragments (`fragments`) or
     sets its warpgroups' register counts (memory-bound kernels keep ptxas' choice)."""
-    tiles = (
-        _numel(c.type)
-        for op in k.walk()
-        if isinstance(op, K.ForOp)
-        for c in op.carries
-        if isinstance(c.type, TensorType)
-    )
-    one_block = fragments or max(tiles, default=0) >= REGISTER_TILE_ELEMENTS
-    return f"{k.threads}, 1" if one_block or _sets_registers(k) else str(k.threads)
-
-
-def _sets_registers(k) -> bool:
-    """Whether the kernel moves registers between its warpgroups (its counts split one block's register file)."""
-    return any(isinstance(op, WG.SetMaxRegistersOp) for op in k.walk())
+    one_block = fragments
+    for op in k.walk():
+        if one_block:
+            break
+        if isinstance(op, WG.SetMaxRegistersOp):  # the counts split one block's register file
+            one_block = True
+        elif isinstance(op, K.ForOp):
+            one_block = any(
+                isinstance(c.type, TensorType) and _numel(c.type) >= REGISTER_TILE_ELEMENTS for c in op.carries
+            )
+    return f"{k.threads}, 1" if one_block else str(k.threads)
 
 
 def _holds_fragments(k) -> bool:

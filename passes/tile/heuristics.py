@@ -615,11 +615,11 @@ class Heuristic:
         bench/results/wave_tiles-h100-2026-11-26/rings)."""
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
-        attention = [r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)]
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
-        many = blocks >= DECODE_RING_BLOCKS_PER_SM * target().sm_count
-        if attention and many and not _attention_on_atoms(kernel) and _decode_attention(attention[0]):
-            return DECODE_RING
+        if blocks >= DECODE_RING_BLOCKS_PER_SM * target().sm_count and not _attention_on_atoms(kernel):
+            attention = next((r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)), None)
+            if attention is not None and _decode_attention(attention):
+                return DECODE_RING
         if _attention_on_atoms(kernel):
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
             size = {
@@ -734,7 +734,11 @@ def _attention_bound_by_memory(reduce: T.ReduceOp) -> bool:
     """Whether the attention-shaped contraction in `reduce` does fewer than SIMT_FLOPS_PER_BYTE flops per byte of
     its B factor (K and V): 2 per query row a block shares each element with, over the element's bytes."""
     rows = _attention_rows(reduce)
-    return rows is not None and 2 * rows[0] / rows[1] < SIMT_FLOPS_PER_BYTE
+    return rows is not None and _memory_bound(*rows)
+
+
+def _memory_bound(rows: int, size: int) -> bool:
+    return 2 * rows / size < SIMT_FLOPS_PER_BYTE
 
 
 def _decode_attention(reduce: T.ReduceOp) -> bool:
@@ -742,7 +746,7 @@ def _decode_attention(reduce: T.ReduceOp) -> bool:
     head's query heads at one position; f32 prefill in blocks of 32 rows is bound by memory too, and ran slower on
     decode's rings and splits: seed84's sdpa.TL.s512 80 -> 86 us)."""
     rows = _attention_rows(reduce)
-    return _attention_bound_by_memory(reduce) and rows is not None and rows[0] <= DECODE_ROWS
+    return rows is not None and rows[0] <= DECODE_ROWS and _memory_bound(*rows)
 
 
 def _simt_columns(bm: int, n: int) -> int:
