@@ -276,6 +276,19 @@ IRF_DEV unsigned irf_pack2(__half lo, __half hi) {
   }
 IRF_MMA_M16N8K16(__nv_bfloat16, "bf16")
 IRF_MMA_M16N8K16(__half, "f16")
+// The atom's top half: A's rows 8-15 are zeros (the lane holds a0, a1, a4, a5 of its 8: row g) and the results
+// there (d2, d3) are dropped.
+#define IRF_MMA_M16N8K16_TOP(T, PTX)                                                                             \
+  IRF_DEV void irf_mma_m16n8k16_top(float& d0, float& d1, const T* a, const T* b) {                             \
+    float d2, d3;                                                                                               \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"  \
+                 " {%8, %9}, {%10, %11, %12, %12};\n"                                                           \
+                 : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)                                                         \
+                 : "r"(irf_pack2(a[0], a[1])), "r"(0u), "r"(irf_pack2(a[2], a[3])), "r"(0u),                      \
+                   "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])), "f"(d0), "f"(d1), "f"(0.0f));          \
+  }
+IRF_MMA_M16N8K16_TOP(__nv_bfloat16, "bf16")
+IRF_MMA_M16N8K16_TOP(__half, "f16")
 
 // ---- wgmma (sm_90a): operands in shared memory, named by 64-bit matrix descriptors ----
 // A descriptor: the tile's shared-memory address in 16-byte units (bits 0-13) or'ed with its layout fields (LBO,

@@ -1309,20 +1309,25 @@ def _check_frag_mem(op, mem: Value, frag) -> None:
             raise op.error(f"on {t} takes {len(t.shape)} indices (the tile's first element); needs rank >= 2")
         if "stride" in op.attributes:
             raise op.error("takes its row stride from the shared-memory buffer's shape")
+        if not -len(t.shape) <= op.attributes.get("rows_dim", -2) <= -2:
+            raise op.error(f"rows_dim must name a dimension of {t} before its last (-{len(t.shape)} .. -2)")
+    if isinstance(t, PtrType) and "rows_dim" in op.attributes:
+        raise op.error("on a !kernel.ptr takes its rows' distance as `stride`, not rows_dim")
     if "transpose" in op.attributes and frag.role == "acc":
         raise op.error("accumulators have no transposed form")
 
 
 class FragLoadOp(IndexedOp):
     """Load a warp's fragment tile whose first element is at the index (rows along the second-to-last dimension
-    of a shared buffer, or `stride` elements apart in global memory); `transpose` reads a tile stored
-    column-major (a "b" operand stored N x K, as nn.Linear weights are). Every lane of the warp must take part."""
+    of a shared buffer, or the one `rows_dim` names, or `stride` elements apart in global memory); `transpose`
+    reads a tile stored column-major (a "b" operand stored N x K, as nn.Linear weights are). Every lane of the warp
+    must take part."""
 
     name = "kernel.frag_load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"stride": int, "transpose": _UNIT_T}
+    optional_attributes = {"stride": int, "transpose": _UNIT_T, "rows_dim": int}
     num_regions = 0
     num_fixed = 1
 
@@ -1343,7 +1348,7 @@ class FragStoreOp(IndexedOp):
     operand_names = ("frag", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"stride": int, "transpose": _UNIT_T}
+    optional_attributes = {"stride": int, "transpose": _UNIT_T, "rows_dim": int}
     num_regions = 0
     num_fixed = 2
 
@@ -1358,16 +1363,16 @@ class FragStoreOp(IndexedOp):
 
 class LdmatrixOp(IndexedOp):
     """`ldmatrix`: load an "a" or "b" mma fragment of 16-bit elements from shared memory, the tile `kernel.frag_load`
-    would (its first element at the index, rows along the second-to-last dimension, `transpose` for a tile stored
-    column-major), as 8 x 8 matrices, four per instruction: each lane gives the address of one matrix row, which
-    must be 16 contiguous bytes aligned to 16 (the simulator checks, swizzles included). Every lane of the warp
-    must take part."""
+    would (its first element at the index, rows along the second-to-last dimension or `rows_dim`, `transpose` for a
+    tile stored column-major), as 8 x 8 matrices, four per instruction: each lane gives the address of one matrix
+    row, which must be 16 contiguous bytes aligned to 16 (the simulator checks, swizzles included). Every lane of
+    the warp must take part."""
 
     name = "kernel.ldmatrix"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"transpose": _UNIT_T}
+    optional_attributes = {"transpose": _UNIT_T, "rows_dim": int}
     num_regions = 0
     num_fixed = 1
 

@@ -1159,7 +1159,8 @@ def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w, rows=None, co
         return addrs
     t_ = mem.type
     full = [np.broadcast_to(i.reshape(lanes), rows.shape) for i in idx]
-    full[-2] = full[-2] + rows
+    rows_dim = op.attributes.get("rows_dim", -2)
+    full[rows_dim] = full[rows_dim] + rows
     full[-1] = full[-1] + cols
     for i, size in zip(full, t_.shape):
         if ((i < 0) | (i >= size)).any():

@@ -21,6 +21,7 @@ from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
 from irforge.ir import Operation, Value
 
+from ..kernel import fragments as layouts
 from ..loop.indexing import IndexValueOp, LoadValueOp
 from . import ForOp, LoadOp, ReduceOp, StageOp, enclosing_loops
 from .algebra import Contraction, contractions_in
@@ -67,7 +68,8 @@ ATOM_FORMS = "mma.m16n8k16 or wgmma.m64nNk16 (N a multiple of 8 up to 256)"
 
 def acc_layout(extents, warps) -> Layout:
     """The layout that gives each thread its lane's points of an mma accumulator: warp tiles of `extents / warps`,
-    each a grid of 16 x 8 atoms, a lane's rows 8 apart and its columns in pairs 8 apart."""
+    each a grid of 16 x 8 atoms (or, 8 rows, of their top halves), a lane's rows 8 apart and its columns in pairs 8
+    apart."""
     t0, t1 = (e // w for e, w in zip(extents, warps))
     v0, v1 = max(1, 2 * t0 // 16), max(1, t1 // 4)
     return Layout(tuple(extents), (v0, v1), (v0, max(1, v1 // 2)), 1, tuple(warps))
@@ -80,8 +82,9 @@ def why_not_layout(extents, warps, atom: Atom) -> str | None:
     if any(w < 1 or e % w for e, w in zip(extents, warps)):
         return f"warps {list(warps)} do not divide the tile {list(extents)}"
     t0, t1 = (e // w for e, w in zip(extents, warps))
-    if t0 % 16 or t1 % 8:
-        return f"a warp tile [{t0}, {t1}] is not a grid of 16 x 8 mma atoms"
+    top = atom.family == "mma" and t0 == layouts.HALF_ROWS  # the atoms' top half (`dialects/kernel/fragments.py`)
+    if (t0 % 16 and not top) or t1 % 8:
+        return f"a warp tile [{t0}, {t1}] is not a grid of 16 x 8 mma atoms (or their top halves, 8 rows)"
     if atom.family == "wgmma":
         if t0 != 16 or warps[0] % 4 or warps[1] != 1:
             return (
@@ -202,17 +205,18 @@ def _factor(x: Value, r: ReduceOp, rows: Value, cols: Value, k: Value) -> Factor
 
 
 def _placement(load: LoadValueOp, rows: Value, cols: Value, k: Value) -> str | None:
-    """Why a load cannot be read as a fragment: its buffer's last two dimensions must be, in either order, the
-    reduction's index and one of the tile's indices (each with coefficient 1), and no other dimension may move
-    with them."""
+    """Why a load cannot be read as a fragment: its buffer's last dimension and one before it (`rows_dim`: the
+    dimensions between stay put, as the unit one of a decode step's queries [b, h, 1, d] does) must be, in either
+    order, the reduction's index and one of the tile's indices (each with coefficient 1), and no other dimension
+    may move with them."""
     exprs = [expand(e) for e in load.index_exprs()]
     if len(exprs) < 2:
         return "a factor reads a buffer of one dimension"
     free = rows if any(coefficient(e, rows) for e in exprs) else cols
-    last = exprs[-2:]
-    for e in exprs[:-2]:
-        if coefficient(e, free) != 0 or coefficient(e, k) != 0:
-            return "a factor's subscripts move along a dimension before the buffer's last two"
+    moving = [d for d, e in enumerate(exprs[:-1]) if coefficient(e, free) != 0 or coefficient(e, k) != 0]
+    if len(moving) > 1:
+        return "a factor's subscripts move along more than one dimension before the buffer's last"
+    last = [exprs[moving[0] if moving else -2], exprs[-1]]
     pairs = [(coefficient(e, free), coefficient(e, k)) for e in last]
     if any(c is None for pair in pairs for c in pair):
         return "a factor's last two subscripts are not linear in the tile's index and the reduction's"
@@ -352,9 +356,18 @@ def descriptor_stages(root: Operation) -> list:
     return list(dict.fromkeys(out))
 
 
+def rows_dim(load: LoadOp, ivs) -> int:
+    """The dimension (negative) of a factor's load that its memory rows run along: the one before the last that
+    one of `ivs` (the tile's indices, the reduction's) moves along (`_placement`), -2 where none does."""
+    exprs = [expand(e) for e in load.index_exprs()]
+    moving = [d - len(exprs) for d, e in enumerate(exprs[:-1]) if any(coefficient(e, v) for v in ivs)]
+    return moving[0] if moving else -2
+
+
 def k_dim(load: LoadOp, k: Value) -> int:
-    """The dimension (-2 or -1) of a factor's load that the reduction's index moves along."""
-    return -2 if coefficient(expand(load.index_exprs()[-2]), k) else -1
+    """Where a factor's load moves along the reduction's index: -1 along its last dimension, else -2 (along its
+    memory rows, `rows_dim`)."""
+    return -1 if coefficient(expand(load.index_exprs()[-1]), k) else -2
 
 
 def folds_chunks(r: ReduceOp) -> bool:

@@ -835,7 +835,8 @@ class _Emitter(WarpgroupStatements):
             names = [self.name(v) for v in vals]
             text = c_index(e, lambda i: names[i] if i < n else extra[i - n])
         else:
-            exprs[-2] = exprs[-2] + row
+            rows_dim = op.attributes.get("rows_dim", -2)
+            exprs[rows_dim] = exprs[rows_dim] + row
             exprs[-1] = exprs[-1] + col
             text = self.smem_offset(exprs, vals, mem.type, extra)
         return f"{self.name(mem)}[{text}]"
@@ -881,12 +882,14 @@ class _Emitter(WarpgroupStatements):
         a, b, c = (self.name(v) for v in op.operands)
         self.line(f"float {d}[{t.per_lane}];")
         self.unrolled(t.per_lane, f"{d}[irf_e] = {c}[irf_e];")
-        am, an = t.shape[0] // 16, t.shape[1] // 8
-        per_a, per_b = 8, 4
+        top = fragments.half("mma", "acc", t.shape)  # the atoms' top half: rows 8-15 of A are zeros
+        am, an = max(1, t.shape[0] // 16), t.shape[1] // 8
+        per_a, per_b, per_acc = (4, 4, 2) if top else (8, 4, 4)
+        call = "irf_mma_m16n8k16_top" if top else "irf_mma_m16n8k16"
         for i in range(am):
             for j in range(an):
-                acc = ", ".join(f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(4))
-                self.line(f"irf_mma_m16n8k16({acc}, {a} + {per_a * i}, {b} + {per_b * j});")
+                acc = ", ".join(f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(per_acc))
+                self.line(f"{call}({acc}, {a} + {per_a * i}, {b} + {per_b * j});")
 
 
 def _ldmatrix_groups(mats: list[tuple[int, int]]) -> list[tuple[int, int, tuple[int, int]]]:

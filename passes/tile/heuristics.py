@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
+from irforge.dialects.kernel.fragments import HALF_ROWS
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
@@ -112,6 +113,13 @@ ATTENTION_MMA_REGISTERS = 160
 # the 4 blocks its registers allow at head dimension 64 (rings of 2) ran F1 and F2 no faster than rings of 3
 # (bench/results/attention_exp2-h100-2026-11-26).
 ATTENTION_MMA_BLOCKS_PER_SM = 2
+# Decode attention of a KV head's DECODE_MMA_ROWS query rows (a GQA group of 8 heads at one position) runs on the
+# atoms' top halves (`dialects/kernel/fragments.py`): a warp a block, its keys split over blocks toward
+# DECODE_MMA_BLOCKS_PER_SM blocks a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least (streaming the
+# cache at memory speed needs many blocks' copies in flight; each block's scores then cost a few mma.sync, not a
+# shuffle-reduced dot product a key).
+DECODE_MMA_ROWS = HALF_ROWS
+DECODE_MMA_BLOCKS_PER_SM = 8
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -251,6 +259,8 @@ class Heuristic:
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
         if _recomputes_a(band) and self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
+            if m == DECODE_MMA_ROWS:
+                return m, n, target().warp_size
             warps = ATTENTION_MMA_WARPS
             wide = n > ATTENTION_MMA_NARROW_HEAD and m % (warps * ATTENTION_MMA_WARP_ROWS) == 0
             rows = warps * (ATTENTION_MMA_WARP_ROWS if wide else 16)
@@ -514,6 +524,12 @@ class Heuristic:
             return best
         if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
             return _decode_attention_splits(blocks, trips, sms)
+        if _recomputes_a_in(reduce) and _tensorized_tile(reduce) == DECODE_MMA_ROWS:
+            shares = [
+                s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= ATTENTION_MIN_SHARE)
+            ]
+            aim = DECODE_MMA_BLOCKS_PER_SM * sms
+            return min(shares, key=lambda s: (abs(math.log(blocks * s / aim)), -s))
         fits = _splits_of(trips)
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
@@ -587,12 +603,13 @@ class Heuristic:
         """The atom attention's two products run on, over query rows `rows` and head columns `cols`: "mma" where
         the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
         of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
-        queries come in blocks of 16 rows a warp (prefill); None keeps it on the SIMT path (decode: a few query
-        rows over a long cache, split across blocks)."""
+        queries come in blocks of 16 rows a warp (prefill) or number DECODE_MMA_ROWS (decode: a GQA group's heads
+        at one position, on the atoms' top halves); None keeps it on the SIMT path (other few-row shapes)."""
         if not target().has("ldmatrix") or isinstance(fragments.attention_operands(root, rows, cols), str):
             return None
         m, n = (iv.block.parent_op.extents[iv.index] for iv in (rows, cols))
-        return "mma" if m % (16 * ATTENTION_MMA_WARPS) == 0 and n % 16 == 0 else None
+        rows_ok = m % (16 * ATTENTION_MMA_WARPS) == 0 or m == DECODE_MMA_ROWS
+        return "mma" if rows_ok and n % 16 == 0 else None
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads

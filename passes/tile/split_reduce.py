@@ -47,8 +47,6 @@ class TileSplitReduce(Pass):
         for r, shared in candidates(op):
             if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
-            if self.splits > 1 and _on_atoms_attention(r):
-                return f"splits={self.splits}: {_ATTENTION_UNSPLIT}"
             why = affine_stores(shared or r) if self.via == "atomics" and self._shares(op, r) > 1 else None
             if why is not None:
                 return f"via=atomics: {why}"
@@ -60,9 +58,7 @@ class TileSplitReduce(Pass):
         for r, shared in candidates(op):
             s = self._shares(op, r)
             step = fragments.atom_step(r)
-            if s > 1 and _on_atoms_attention(r):
-                self.remark(r, f"not split {s} ways: {_ATTENTION_UNSPLIT}")
-            elif s > 1 and (r.extents[0] // s) % step:
+            if s > 1 and (r.extents[0] // s) % step:
                 self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
             elif s > 1:
                 comb = split(op, r, shared, s)
@@ -73,17 +69,6 @@ class TileSplitReduce(Pass):
         """How many shares `r` is cut into (1: left alone)."""
         s = self.splits or heuristic().reduce_splits(kernel, r)
         return s if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s else 1
-
-
-_ATTENTION_UNSPLIT = (
-    "attention on mma atoms keeps its keys in one block (the partial carriers' stores from accumulator lanes are "
-    "not built)"
-)
-
-
-def _on_atoms_attention(r: T.ReduceOp) -> bool:
-    """Whether `r` holds the keys' chunks of attention laid out on atoms (`fragments.folds_chunks`)."""
-    return any(isinstance(x, T.ReduceOp) and fragments.folds_chunks(x) for x in r.walk())
 
 
 def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]]:

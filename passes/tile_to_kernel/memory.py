@@ -44,7 +44,7 @@ from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import MbarrierType, PtrType, SmemType, TensorMapType, tma_swizzle
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.tile import vectors
-from irforge.dialects.tile.columns import writer_axes
+from irforge.dialects.tile.columns import varies, writer_axes
 
 from irforge import index_expr as ix
 from irforge.ir import Operation, Value
@@ -333,8 +333,11 @@ def store(m, op: T.StoreOp) -> None:
     value = m.get(op.value)
     want = TensorType(a.dtype, a.pattern.lanes) if any(n > 1 for n in a.pattern.lanes) else a.dtype
     if value.type != want:
-        value = kb.splat(value, want)
+        value = _as_lanes(kb, value, want)
     cond, axes = single_writer(m, op)
+    row = _row_writer(m, op)
+    if row is not None:
+        cond = row if cond is None else kb.scalar("and", cond, row)
     if cond is None:
         _tile_access(m, op, a, value)
         return
@@ -357,7 +360,7 @@ def _atomic_add(m, op: T.StoreOp, a: Access, value: Value) -> None:
     p = a.pattern
     lanes = TensorType(a.dtype, p.lanes) if any(n > 1 for n in p.lanes) else a.dtype
     if value.type != lanes:
-        value = kb.splat(value, lanes)
+        value = _as_lanes(kb, value, lanes)
     if isinstance(lanes, TensorType) and p.shape != p.lanes:
         value = kb.reshape(value, TensorType(a.dtype, p.shape))
     strides = p.strides if isinstance(lanes, TensorType) else None
@@ -367,6 +370,27 @@ def _atomic_add(m, op: T.StoreOp, a: Access, value: Value) -> None:
         return
     with kb.if_(cond, single_writer=axes) as br, br.then():
         kb.atomic("add", value, a.mem, a.base, strides)
+
+
+def _row_writer(m, op: T.StoreOp) -> Value | None:
+    """On a tensor-core atom's layout the four lanes `lane % 4` share each row: a store whose place and value do not
+    vary along the tile's columns (a row's carrier, as a split's partials store it) is the first one's."""
+    loop = next((lp for lp in T.enclosing_loops(op) if isinstance(lp, T.ForOp) and "atom" in lp.attributes), None)
+    if loop is None or any(varies(v, loop.ivs[1], set()) for v in op.operands):
+        return None
+    kb = m.kb
+    quad = kb.index(Val(m.trip[loop]) % 4, "quad_lane")
+    return kb.scalar("eq", quad, kb.const(0, index))
+
+
+def _as_lanes(kb, value: Value, want) -> Value:
+    """A stored value as the access's lanes: a tile of as many elements reshaped (its unit dimensions dropped: an
+    accumulator's top half holds one row a lane; a row's carrier is a [1, 1] tile there), anything else
+    broadcast."""
+    t = value.type
+    if isinstance(t, TensorType) and math.prod(t.shape) == math.prod(getattr(want, "shape", ())):
+        return kb.reshape(value, want) if isinstance(want, TensorType) else kb.extract(value, (0,) * len(t.shape))
+    return kb.splat(value, want)
 
 
 def single_writer(m, op: Operation, skip: str | None = None) -> tuple[Value | None, tuple[str, ...]]:

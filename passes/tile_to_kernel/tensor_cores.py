@@ -20,6 +20,8 @@ loop runs on mma.sync instead.
 
 from __future__ import annotations
 
+import math
+
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import warpgroup
 from irforge.dialects.kernel.builder import Val
@@ -251,15 +253,17 @@ def _load(m, op: T.LoadOp, role: str, shape, at: dict, k: Value) -> Value:
     src = op.operands[0]
     frag = FragType(role, src.type.dtype, shape)
     hint = f"{src.name_hint or 'x'}_{role}".replace(".", "_")
+    rows_dim = fragments.rows_dim(op, list(at))
     if src in m.staged:
         smem, idx = _slab_tile(m, op, at)
         if _ldmatrix_fits(smem.type, op, at):
-            return kb.ldmatrix(smem, idx, frag, transpose=transpose, hint=hint)
-        return kb.frag_load(smem, idx, frag, transpose=transpose, hint=hint)
+            return kb.ldmatrix(smem, idx, frag, transpose=transpose, hint=hint, rows_dim=rows_dim)
+        return kb.frag_load(smem, idx, frag, transpose=transpose, hint=hint, rows_dim=rows_dim)
     flat = 0
     for e, n in zip(_at(m, op, at), src.type.shape):
         flat = flat * n + e
-    return kb.frag_load(m.ptr[src], [flat], frag, stride=src.type.shape[-1], transpose=transpose, hint=hint)
+    stride = math.prod(src.type.shape[rows_dim + 1 :])
+    return kb.frag_load(m.ptr[src], [flat], frag, stride=stride, transpose=transpose, hint=hint)
 
 
 def _at(m, op: T.LoadOp, at: dict) -> list:
