@@ -110,3 +110,42 @@ def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
     (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
     usage = resource_usage(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")
     assert not any(u.spills for u in usage.values()), usage
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    dtype=st.sampled_from([bf16, f16]),
+    batch=st.integers(1, 2),
+    kv_heads=st.integers(1, 2),
+    keys=st.sampled_from([64, 128, 512]),
+    e=st.sampled_from([16, 64]),
+)
+def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, keys, e):
+    """A decode step (one query a head, a GQA group of 8 heads a KV head): the default schedule puts the group's 8
+    rows on one warp's mma atoms (their top halves: `dialects/kernel/fragments.py`), its keys split over blocks
+    where they are many; the tile interpreter after every pass and the kernel simulator agree with the loop
+    interpreter, and the kernels compile for sm_90a without spills."""
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = loopgen.attention_module(
+        batch=batch, kv_heads=kv_heads, group=8, queries=1, keys=keys, e=e, ev=e, scale=e**-0.5,
+        dtype=dtype,
+    )  # fmt: skip
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    for p in _passes("loop-to-tile"):
+        run_pipeline(m, p)
+        _matches(reference, m, f"after {p}")
+    (loop,) = _on_atoms(m)
+    assert loop.extents == (8, e) and loop.attributes["warps"] == (1, 1)
+    split = any(isinstance(r, T.ReduceOp) and r.bind == ("blockIdx.y",) for r in m.walk())
+    assert split == (keys >= 512), "a long cache's keys are shared out among blocks"
+    run_pipeline(m, "tile-to-kernel")
+    assert {op.operands[0].type.shape for op in m.walk() if isinstance(op, K.MmaOp)} == {(8, 16)}
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+    run_pipeline(m, "kernel-to-cuda")
+    for k in (op for op in m.body.ops if isinstance(op, C.CudaKernelOp)):
+        usage = resource_usage(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")
+        assert not any(u.spills for u in usage.values()), usage

@@ -86,6 +86,19 @@ BAD = [
         3,
     ),
     ('  %c = kernel.const 0.0 : !kernel.frag<"a", f32, [16, 8]>\n', "shape is a multiple of [16, 16]", 2),
+    ('  %c = kernel.const 0.0 : !kernel.frag<"b", bf16, [8, 8]>\n', "shape is a multiple of [16, 8], got [8, 8]", 2),
+    ('  %c = kernel.const 0.0 : !kernel.frag<"acc", f32, [24, 8]>\n', "(or 8 rows: the atoms' top half)", 2),
+    (
+        "  %s = kernel.smem bf16[8,1,16]\n  %f = kernel.frag_load %s[0, 0, 0] {rows_dim = -4} :"
+        ' !kernel.frag<"a", bf16, [8, 16]>\n',
+        "rows_dim must name a dimension of !kernel.smem<bf16, [8, 1, 16]> before its last (-3 .. -2)",
+        3,
+    ),
+    (
+        '  %f = kernel.frag_load %x[0] stride 16 {rows_dim = -3} : !kernel.frag<"a", f32, [8, 16]>\n',
+        "takes its rows' distance as `stride`, not rows_dim",
+        2,
+    ),
     ("  %s = kernel.smem f32[4] swizzle(1, 2)\n", "expected", 2),
     ("  %t = kernel.thread_id x\n  %v = kernel.shfl_xor %t, 3 {width = 3} : index\n", "width must be a power", 3),
     ("  %t = kernel.thread_id x\n  %v = kernel.load %x[%t] : f32[3]\n", "moves 12 bytes; vector accesses", 3),

@@ -164,7 +164,7 @@ def test_fragment_layout_is_the_register_tile_of_the_thread():
     from irforge.dialects.kernel.types import FragType
     from irforge.dialects.tile.fragments import acc_layout
 
-    for extents, warps in (((64, 64), (2, 2)), ((32, 16), (2, 1)), ((128, 256), (8, 1))):
+    for extents, warps in (((64, 64), (2, 2)), ((32, 16), (2, 1)), ((128, 256), (8, 1)), ((8, 64), (1, 1))):
         layout = acc_layout(extents, warps)
         tile = tuple(e // w for e, w in zip(extents, warps))
         frag = FragType("acc", bf16, tile)
