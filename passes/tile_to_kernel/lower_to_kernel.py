@@ -195,6 +195,7 @@ class Materializer:
         self.atomic_axis: str | None = None  # the block axis cross-block partials are added over
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
+        self.waits_after_prologue: set[T.LoopOp] = set()  # loops whose prologue an earlier copy's wait follows
         self.trip_bound: dict[T.LoopOp, Value] = {}  # loops a mask cuts short: the trips they make (masked.py)
         self.recomputed: list[Operation] = []  # ops a branch recomputes (combines.constant_share): erased if unused
         self.n_smem = 0

@@ -453,8 +453,52 @@ def stage(m, op: T.StageOp) -> None:
     copy(m, op, slot)
     if op.copy == "async":
         kb.cp_async_commit()
+        first = _first_reader_pipeline(op)
+        if first is not None:
+            m.waits_after_prologue.add(first)
+            return
         kb.cp_async_wait(0)
     kb.barrier()
+
+
+def _first_reader_pipeline(op: T.StageOp) -> T.LoopOp | None:
+    """The loop whose prologue this copy's wait may follow: where every read of the stage lies in the body of one
+    loop whose stages the tensor memory accelerator prefetches (a decode step's q before its K/V ring), the copy
+    stays in flight while that loop's first boxes are requested (their mbarriers keep cp.async's groups free)."""
+    readers = [u for u, _ in op.result.uses]
+    loops = {lp for r in readers for lp in T.enclosing_loops(r) if isinstance(lp, T.LoopOp) and _tma_pipeline(lp)}
+    inner = [lp for lp in loops if all(lp.is_ancestor_of(r) for r in readers)]
+    if not readers or not inner:
+        return None
+    loop = max(inner, key=lambda lp: len(T.enclosing_loops(lp)))  # the innermost holding them all
+    parent = op.parent
+    for later in parent.ops[parent.ops.index(op) + 1 :]:
+        if later.is_ancestor_of(loop):
+            return loop if _only_headers(later, loop) else None
+        if any(later is r or later.is_ancestor_of(r) for r in readers):
+            return None
+    return None
+
+
+def _tma_pipeline(loop: T.LoopOp) -> bool:
+    stages = _prefetched(loop)
+    return bool(stages) and all(st.copy == "tma" for st in stages)
+
+
+def _only_headers(outer: Operation, loop: T.LoopOp) -> bool:
+    """Whether nothing but loops' headers and carriers' inits run from `outer` down to `loop`: each loop on the way
+    holds the next one and no stage or barrier-making op before it."""
+    cur = outer
+    while cur is not loop:
+        inside = [o for o in cur.body.ops if o.is_ancestor_of(loop) or o is loop]
+        if len(inside) != 1:
+            return False
+        nxt = inside[0]
+        before = cur.body.ops[: cur.body.ops.index(nxt)]
+        if any(isinstance(o, (T.StageOp, T.LoopOp, T.CombineOp)) for o in before):
+            return False
+        cur = nxt
+    return True
 
 
 def copy(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
@@ -530,6 +574,9 @@ def pipelined(m, loop: T.LoopOp):
                     _issue(m, op, kb.index(ix.Const(p % op.ring), "slot") if op.ring > 1 else None, {loop.ivs[0]: at})
         if groups:
             kb.cp_async_commit()
+    if loop in m.waits_after_prologue:  # an earlier stage's copy, left in flight behind this prologue
+        kb.cp_async_wait(0)
+        kb.barrier()
     yield
     if groups:
         kb.cp_async_wait(0)
