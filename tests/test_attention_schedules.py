@@ -177,26 +177,31 @@ def test_decode_schedule_shares_kv_among_a_group_and_splits_the_keys():
     assert any(isinstance(c, T.CombineOp) and c.over == ("blockIdx.y",) for c in k.walk())
 
 
-def test_decode_splits_the_cache_toward_a_block_per_multiprocessor():
+def test_decode_of_a_group_of_8_heads_runs_on_one_warps_atoms_and_splits_the_cache():
     """TinyLlama's decode over a cache of 528 (33 chunks of 16 keys: 3 x 11, no count of SPLITS but 3 divides it):
-    a row's 16 lanes hold 4 of the head's 64 columns each, the 8 rows of a KV head's group halved to 2 a block while
-    the blocks are fewer than the multiprocessors (16 blocks of a warp), still far fewer than the multiprocessors
-    want, so the cache splits as far as shares of two chunks allow, over any divisor of the chunks: 11 a block."""
+    the 8 query heads of a KV head at one position are one warp's rows on the mma atoms' top halves (a block of
+    32 threads, 4 blocks), K and V staged 16 keys a chunk (528 has no larger power-of-two divisor), and the cache
+    split toward DECODE_MMA_BLOCKS_PER_SM blocks a multiprocessor as far as shares of ATTENTION_MIN_SHARE chunks
+    allow, over any divisor of the chunks: 11 a block."""
+    from irforge.passes.tile.heuristics import ATTENTION_MIN_SHARE
+
     from irforge.target import target
 
-    assert target().sm_count == 132
+    assert target().sm_count == 132 and 33 // 11 >= ATTENTION_MIN_SHARE
     k = _tile(batch=1, kv_heads=4, group=8, queries=1, keys=528, e=64, ev=64, dtype=bf16)
+    (loop,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes]
+    assert loop.extents == (8, 64) and loop.attributes["warps"] == (1, 1)
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
     assert stages["k"].box[-2] == 16
-    assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 16
-    assert (k.axis_size("threadIdx.x"), k.axis_size("threadIdx.y")) == (16, 2)
+    assert k.axis_size("blockIdx.y") == 11 and k.axis_size("blockIdx.x") == 4
+    assert (k.axis_size("threadIdx.x"), k.axis_size("threadIdx.y")) == (32, 1)
 
 
-@pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128), (32, 8, 64)])
+@pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128)])
 def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group, e):
-    """The llm suite's decode (bf16, a 2048-long KV cache, 4 key/value heads): the group's query heads are a
-    block's rows (each K/V chunk read once for them; with a head dimension of 64, the rows halved while the blocks
-    are fewer than the multiprocessors: 4 a block at batch 32), 4 columns a lane for one sequence, 8 for a batch
+    """The llm suite's decode of Qwen2.5's groups of 7 heads (bf16, a 2048-long KV cache, 4 key/value heads; groups
+    of 8 run on the atoms instead): the group's query heads are a block's rows (each K/V chunk read once for
+    them), 4 columns a lane for one sequence, 8 for a batch
     whose rows keep every multiprocessor busy (fewer shuffle rounds a score), the lanes whole warps (the scores'
     shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows) into rings of
     DECODE_RING where the blocks are many (RING for one sequence), and the keys split until there are about

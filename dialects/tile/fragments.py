@@ -75,14 +75,15 @@ def acc_layout(extents, warps) -> Layout:
     return Layout(tuple(extents), (v0, v1), (v0, max(1, v1 // 2)), 1, tuple(warps))
 
 
-def why_not_layout(extents, warps, atom: Atom) -> str | None:
-    """Why a loop over `extents` cannot be cut into `warps` warp tiles of `atom`'s accumulator (None when it can)."""
+def why_not_layout(extents, warps, atom: Atom, top: bool = True) -> str | None:
+    """Why a loop over `extents` cannot be cut into `warps` warp tiles of `atom`'s accumulator (None when it can);
+    `top`: warp tiles of 8 rows (the mma atoms' top halves) are allowed."""
     if len(extents) != 2 or len(warps) != 2:
         return "lays out a contraction's output tile of two dimensions (rows, columns) on the tensor cores"
     if any(w < 1 or e % w for e, w in zip(extents, warps)):
         return f"warps {list(warps)} do not divide the tile {list(extents)}"
     t0, t1 = (e // w for e, w in zip(extents, warps))
-    top = atom.family == "mma" and t0 == layouts.HALF_ROWS  # the atoms' top half (`dialects/kernel/fragments.py`)
+    top = top and atom.family == "mma" and t0 == layouts.HALF_ROWS  # the atoms' top halves (kernel/fragments.py)
     if (t0 % 16 and not top) or t1 % 8:
         return f"a warp tile [{t0}, {t1}] is not a grid of 16 x 8 mma atoms (or their top halves, 8 rows)"
     if atom.family == "wgmma":

@@ -618,7 +618,7 @@ class Heuristic:
         fits = [
             (w, warps // w)
             for w in range(1, warps + 1)
-            if warps % w == 0 and fragments.why_not_layout(loop.extents, (w, warps // w), atom) is None
+            if warps % w == 0 and fragments.why_not_layout(loop.extents, (w, warps // w), atom, top=False) is None
         ]
         ratio = lambda g: abs(math.log2((loop.extents[0] / g[0]) / (loop.extents[1] / g[1])) + 0.5)
         return min(fits, key=ratio, default=None)

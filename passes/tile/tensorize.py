@@ -92,7 +92,7 @@ class TileTensorize(Pass):
         if family == "wgmma":
             warps = (count, 1)
             fixed_ok = self.wm in (0, 16) and self.wn in (0, loop.extents[1])
-            return warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom) is None else None
+            return warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom, False) is None else None
         if not (self.wm or self.wn):
             return heuristic().warp_grid(kernel, loop, atom)
         e0, e1 = loop.extents
@@ -100,7 +100,9 @@ class TileTensorize(Pass):
         w1 = e1 // self.wn if self.wn and e1 % self.wn == 0 else None
         w0 = w0 if w0 is not None else (count // w1 if w1 and count % w1 == 0 else None)
         w1 = w1 if w1 is not None else (count // w0 if w0 and count % w0 == 0 else None)
-        if w0 is None or w1 is None or w0 * w1 != count or fragments.why_not_layout(loop.extents, (w0, w1), atom):
+        if w0 is None or w1 is None or w0 * w1 != count:
+            return None
+        if fragments.why_not_layout(loop.extents, (w0, w1), atom, top=False):
             return None
         return w0, w1
 

@@ -25,6 +25,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import warpgroup
 from irforge.dialects.kernel.builder import Val
+from irforge.dialects.kernel.fragments import HALF_ROWS
 from irforge.dialects.kernel.types import FragType, SmemType, with_element_type
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.scalar import CastOp, ScalarMathOp
@@ -59,6 +60,9 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return f"is laid out on {atom}, but its contraction {ops}"
     if isinstance(ops, fragments.AttentionOperands) and (atom.family != "mma" or op.attributes["warps"][1] != 1):
         return f"is laid out on {atom}, but attention runs on mma atoms with whole rows a warp (warps [k, 1])"
+    rows = op.extents[0] // op.attributes.get("warps", (1, 1))[0]
+    if rows == HALF_ROWS and not isinstance(ops, fragments.AttentionOperands):
+        return f"is laid out on {atom} in warp tiles of {rows} rows (the atoms' top halves), built for attention only"
     return None
 
 
