@@ -95,6 +95,12 @@ BAD = [
         3,
     ),
     (
+        '  %s = kernel.smem bf16[8,16]\n'
+        '  %f = kernel.frag_load %s[0, 0] {rows = 3} : !kernel.frag<"a", bf16, [8, 16]>\n',
+        'rows = 3: an "a" fragment\'s valid rows, at least half its 8 and fewer',
+        3,
+    ),
+    (
         '  %f = kernel.frag_load %x[0] stride 16 {rows_dim = -3} : !kernel.frag<"a", f32, [8, 16]>\n',
         "takes its rows' distance as `stride`, not rows_dim",
         2,

@@ -244,17 +244,18 @@ class KernelBuilder:
         groups = {"coords": list(coords), "dst_index": list(dst_idx), "bar_index": [bar_idx]}
         return self._indexed(K.TmaLoadOp, [tmap, dst, bar], groups)
 
-    def frag_load(self, mem: Value, idx, t, stride=None, transpose=False, hint=None, rows_dim=-2) -> Value:
+    def frag_load(self, mem: Value, idx, t, stride=None, transpose=False, hint=None, rows_dim=-2, rows=0) -> Value:
         attrs = ({"stride": stride} if stride is not None else {}) | ({"transpose": UNIT} if transpose else {})
-        attrs |= {"rows_dim": rows_dim} if rows_dim != -2 else {}
+        attrs |= ({"rows_dim": rows_dim} if rows_dim != -2 else {}) | ({"rows": rows} if rows else {})
         return self._indexed(K.FragLoadOp, [mem], {"index": list(idx)}, [t], attrs, hint)
 
     def frag_store(self, frag: Value, mem: Value, idx, stride: int | None = None, transpose=False) -> Operation:
         attrs = ({"stride": stride} if stride is not None else {}) | ({"transpose": UNIT} if transpose else {})
         return self._indexed(K.FragStoreOp, [frag, mem], {"index": list(idx)}, attrs=attrs)
 
-    def ldmatrix(self, mem: Value, idx, t, transpose=False, hint=None, rows_dim=-2) -> Value:
+    def ldmatrix(self, mem: Value, idx, t, transpose=False, hint=None, rows_dim=-2, rows=0) -> Value:
         attrs = ({"transpose": UNIT} if transpose else {}) | ({"rows_dim": rows_dim} if rows_dim != -2 else {})
+        attrs |= {"rows": rows} if rows else {}
         return self._indexed(K.LdmatrixOp, [mem], {"index": list(idx)}, [t], attrs, hint)
 
     def mma(self, a: Value, b: Value, c: Value, hint: str | None = None) -> Value:

@@ -1313,6 +1313,12 @@ def _check_frag_mem(op, mem: Value, frag) -> None:
             raise op.error(f"rows_dim must name a dimension of {t} before its last (-{len(t.shape)} .. -2)")
     if isinstance(t, PtrType) and "rows_dim" in op.attributes:
         raise op.error("on a !kernel.ptr takes its rows' distance as `stride`, not rows_dim")
+    rows = op.attributes.get("rows")
+    if rows is not None and (frag.role != "a" or not frag.shape[0] // 2 <= rows < frag.shape[0]):
+        raise op.error(
+            f'rows = {rows}: an "a" fragment\'s valid rows, at least half its {frag.shape[0]} and fewer (the rest, '
+            "ghost rows, read the last valid one)"
+        )
     if "transpose" in op.attributes and frag.role == "acc":
         raise op.error("accumulators have no transposed form")
 
@@ -1320,14 +1326,15 @@ def _check_frag_mem(op, mem: Value, frag) -> None:
 class FragLoadOp(IndexedOp):
     """Load a warp's fragment tile whose first element is at the index (rows along the second-to-last dimension
     of a shared buffer, or the one `rows_dim` names, or `stride` elements apart in global memory); `transpose`
-    reads a tile stored column-major (a "b" operand stored N x K, as nn.Linear weights are). Every lane of the warp
-    must take part."""
+    reads a tile stored column-major (a "b" operand stored N x K, as nn.Linear weights are); `rows` (of an "a"
+    fragment): the tile's valid rows, the fragment's rows past them reading the last one (a warp's ghost rows on
+    the atoms' top half). Every lane of the warp must take part."""
 
     name = "kernel.frag_load"
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"stride": int, "transpose": _UNIT_T, "rows_dim": int}
+    optional_attributes = {"stride": int, "transpose": _UNIT_T, "rows_dim": int, "rows": int}
     num_regions = 0
     num_fixed = 1
 
@@ -1372,7 +1379,7 @@ class LdmatrixOp(IndexedOp):
     operand_names = ("mem", "*indices")
     result_names = ("result",)
     attribute_types = {"index": AffineMap}
-    optional_attributes = {"transpose": _UNIT_T, "rows_dim": int}
+    optional_attributes = {"transpose": _UNIT_T, "rows_dim": int, "rows": int}
     num_regions = 0
     num_fixed = 1
 

@@ -1146,6 +1146,8 @@ def _frag_addresses(sim, op, mem, frag: FragType, values, mask, w, rows=None, co
     _whole_warp(sim, op, mask, w, "a fragment access")
     if rows is None:
         rows, cols = _lane_points(frag, w)
+    if op.attributes.get("rows"):  # ghost rows read the last valid one
+        rows = np.minimum(rows, op.attributes["rows"] - 1)
     if "transpose" in op.attributes:
         rows, cols = cols, rows
     idx = sim._index(op, "index", values, mask, w)

@@ -220,6 +220,14 @@ class LoopOp(indexing.LoopBase):
         kernel = kernel or kernel_of(self)
         return math.prod(kernel.axis_size(a) for a in self.bind)
 
+    def one_item_a_unit(self, kernel: KernelOp | None = None) -> bool:
+        """Whether every unit runs the loop's body once: one work item each, or a loop laid out on an atom whose
+        last warp's lanes past its work items hold ghost rows (the atoms' top half) and run the body all the same."""
+        units = self.units(kernel)
+        if self.work_items == units:
+            return True
+        return "atom" in self.attributes and units % 32 == 0 and units - 32 < self.work_items < units
+
     def _verify_loop(self):
         extents = self.extents
         if any(not _is_int(e) or e < 0 for e in extents):

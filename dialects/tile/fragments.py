@@ -66,6 +66,17 @@ class Atom:
 ATOM_FORMS = "mma.m16n8k16 or wgmma.m64nNk16 (N a multiple of 8 up to 256)"
 
 
+# A warp's rows on the top halves of mma atoms (`dialects/kernel/fragments.py`): 8, or fewer down to 4, whose ghost
+# rows (up to 8) read the last row's operands and store nothing (lower-to-kernel); at most 7 ghosts below 8 would
+# not clamp to the last row by one step (`kernel.ldmatrix`'s `rows`).
+TOP_ROWS = tuple(range(layouts.HALF_ROWS // 2, layouts.HALF_ROWS + 1))
+
+
+def fragment_rows(rows: int) -> int:
+    """The rows of the fragment a warp tile of `rows` rows computes in: the atoms' top half (8) for a few rows."""
+    return layouts.HALF_ROWS if rows in TOP_ROWS else rows
+
+
 def acc_layout(extents, warps) -> Layout:
     """The layout that gives each thread its lane's points of an mma accumulator: warp tiles of `extents / warps`,
     each a grid of 16 x 8 atoms (or, 8 rows, of their top halves), a lane's rows 8 apart and its columns in pairs 8
@@ -83,9 +94,12 @@ def why_not_layout(extents, warps, atom: Atom, top: bool = True) -> str | None:
     if any(w < 1 or e % w for e, w in zip(extents, warps)):
         return f"warps {list(warps)} do not divide the tile {list(extents)}"
     t0, t1 = (e // w for e, w in zip(extents, warps))
-    top = top and atom.family == "mma" and t0 == layouts.HALF_ROWS  # the atoms' top halves (kernel/fragments.py)
+    top = top and atom.family == "mma" and warps[0] == 1 and t0 in TOP_ROWS  # the atoms' top halves
     if (t0 % 16 and not top) or t1 % 8:
-        return f"a warp tile [{t0}, {t1}] is not a grid of 16 x 8 mma atoms (or their top halves, 8 rows)"
+        return (
+            f"a warp tile [{t0}, {t1}] is not a grid of 16 x 8 mma atoms (or, for one warp's rows, their top halves: "
+            f"{TOP_ROWS[0]} to {TOP_ROWS[-1]} rows)"
+        )
     if atom.family == "wgmma":
         if t0 != 16 or warps[0] % 4 or warps[1] != 1:
             return (

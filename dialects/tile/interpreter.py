@@ -44,6 +44,7 @@ from . import (
     StageOp,
     StoreOp,
     YieldOp,
+    enclosing_loops,
 )
 from .columns import writer_axes
 
@@ -360,8 +361,10 @@ class Launch:
         return got
 
     def stage(self, op: StageOp, env: dict, mask: np.ndarray) -> None:
-        m = mask.reshape(self.G, self.T)
-        if not np.array_equal(m.any(axis=1), m.all(axis=1)):
+        m = reached = mask.reshape(self.G, self.T)
+        if _in_ghost_lanes(op, self.kernel):  # ghost lanes (the atoms' top half) stage with the rest in hardware
+            reached = np.repeat(m[:, :1], self.T, axis=1)
+        if not np.array_equal(reached.any(axis=1), reached.all(axis=1)):
             raise error(
                 f"'{op.name}' is reached by part of a block's threads; they must stage the box together", op.loc
             )
@@ -390,6 +393,18 @@ class Launch:
         if isinstance(old, _Staged):  # a block that skips this trip keeps its copy (it will not read it)
             data = np.where(active.reshape(per_block), data, old.data)
         env[op.result] = _Staged(np.array(data))
+
+
+def _in_ghost_lanes(op: Operation, kernel) -> bool:
+    """Whether `op` sits in a loop laid out on an atom whose last lanes hold ghost rows: there every thread of the
+    block runs it (`ForOp.one_item_a_unit`), though the interpreter masks the ghosts' points off."""
+    return any(
+        isinstance(lp, ForOp)
+        and "atom" in lp.attributes
+        and lp.work_items < lp.units(kernel)
+        and lp.one_item_a_unit(kernel)
+        for lp in enclosing_loops(op)
+    )
 
 
 def _collective(loop: LoopOp) -> bool:

@@ -827,6 +827,9 @@ class _Emitter(WarpgroupStatements):
         dimensions past the op's index operands are `extra` names)."""
         vals = op.index_operands
         n = len(vals)
+        valid = op.attributes.get("rows")
+        if valid:  # a ghost row (past the valid ones, fewer than twice as many) reads the last valid one
+            row = row - (row // valid) * (row - (valid - 1))
         if "transpose" in op.attributes:
             row, col = col, row
         exprs = list(op.exprs("index"))

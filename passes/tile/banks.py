@@ -209,7 +209,7 @@ def _ldmatrix_factor(load: T.LoadOp) -> _Fragment | None:
     if isinstance(ops, fragments.AttentionOperands):
         keys, scores = ops.contraction.reduce, ops.contraction.a_reduction
         sides = [
-            (ops.scores[0], "a", rows, scores.iv, (tile[0], 16)),
+            (ops.scores[0], "a", rows, scores.iv, (fragments.fragment_rows(tile[0]), 16)),
             (ops.scores[1], "b", scores.iv, keys.iv, (16, keys.extents[0])),
         ]
         sides += [(w, "b", keys.iv, cols, (16, tile[1])) for w in ops.weights if w is not None]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.fragments import HALF_ROWS
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
@@ -113,13 +112,15 @@ ATTENTION_MMA_REGISTERS = 160
 # the 4 blocks its registers allow at head dimension 64 (rings of 2) ran F1 and F2 no faster than rings of 3
 # (bench/results/attention_exp2-h100-2026-11-26).
 ATTENTION_MMA_BLOCKS_PER_SM = 2
-# Decode attention of a KV head's DECODE_MMA_ROWS query rows (a GQA group of 8 heads at one position) runs on the
-# atoms' top halves (`dialects/kernel/fragments.py`): a warp a block, its keys split over blocks toward
+# Decode attention of a KV head's few query rows (a GQA group of 4 to 8 heads at one position: `fragments.TOP_ROWS`)
+# runs on the atoms' top halves (`dialects/kernel/fragments.py`): a warp a block, its keys split over blocks toward
 # DECODE_MMA_BLOCKS_PER_SM blocks a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least (streaming the
 # cache at memory speed needs many blocks' copies in flight; each block's scores then cost a few mma.sync, not a
 # shuffle-reduced dot product a key).
-DECODE_MMA_ROWS = HALF_ROWS
 DECODE_MMA_BLOCKS_PER_SM = 8
+# ... in chunks of keys whose K slab takes DECODE_MMA_SLAB_BYTES at most (64 keys of a head dimension of 64, 32 of
+# 128), so that rings of RING such chunks of K and V leave room for 4 blocks a multiprocessor.
+DECODE_MMA_SLAB_BYTES = 8192
 SIMT_FLOPS_PER_BYTE = 20
 ATTENTION_MIN_SHARE = 2
 CONTRACTION_THREADS = 256
@@ -259,7 +260,7 @@ class Heuristic:
         reached 0.73-0.89x)."""
         m, n = band.extents[m_dim], band.extents[n_dim]
         if _recomputes_a(band) and self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
-            if m == DECODE_MMA_ROWS:
+            if m in fragments.TOP_ROWS:
                 return m, n, target().warp_size
             warps = ATTENTION_MMA_WARPS
             wide = n > ATTENTION_MMA_NARROW_HEAD and m % (warps * ATTENTION_MMA_WARP_ROWS) == 0
@@ -479,6 +480,8 @@ class Heuristic:
             chunk = ATTENTION_MMA_KEYS
             while chunk > 16 and rows * (chunk + cols) // target().warp_size > ATTENTION_MMA_REGISTERS:
                 chunk //= 2
+            if rows in fragments.TOP_ROWS:  # decode: slabs small enough for many blocks a multiprocessor
+                chunk = max(16, min(chunk, DECODE_MMA_SLAB_BYTES // (cols * size)))
             while k % chunk:
                 chunk //= 2
             return chunk  # one chunk of all the keys too: the fold's unit (`fragments.folds_chunks`)
@@ -524,7 +527,7 @@ class Heuristic:
             return best
         if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
             return _decode_attention_splits(blocks, trips, sms)
-        if _recomputes_a_in(reduce) and _tensorized_tile(reduce) == DECODE_MMA_ROWS:
+        if _recomputes_a_in(reduce) and _tensorized_tile(reduce) in fragments.TOP_ROWS:
             shares = [
                 s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= ATTENTION_MIN_SHARE)
             ]
@@ -603,12 +606,12 @@ class Heuristic:
         """The atom attention's two products run on, over query rows `rows` and head columns `cols`: "mma" where
         the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
         of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
-        queries come in blocks of 16 rows a warp (prefill) or number DECODE_MMA_ROWS (decode: a GQA group's heads
-        at one position, on the atoms' top halves); None keeps it on the SIMT path (other few-row shapes)."""
+        queries come in blocks of 16 rows a warp (prefill) or are a few (`fragments.TOP_ROWS`; decode: a GQA
+        group's heads at one position, on the atoms' top halves); None keeps it on the SIMT path (other shapes)."""
         if not target().has("ldmatrix") or isinstance(fragments.attention_operands(root, rows, cols), str):
             return None
         m, n = (iv.block.parent_op.extents[iv.index] for iv in (rows, cols))
-        rows_ok = m % (16 * ATTENTION_MMA_WARPS) == 0 or m == DECODE_MMA_ROWS
+        rows_ok = m % (16 * ATTENTION_MMA_WARPS) == 0 or m in fragments.TOP_ROWS
         return "mma" if rows_ok and n % 16 == 0 else None
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:

@@ -106,7 +106,7 @@ def _together(r: T.ReduceOp) -> bool:
         on_threads = any(a in T.THREAD_AXES for a in lp.bind)
         if isinstance(lp, T.ReduceOp) and (on_threads or lp.vector > 1):
             return False
-        if on_threads and lp.work_items != lp.units(k):
+        if on_threads and not lp.one_item_a_unit(k):
             return False
     return True
 
@@ -134,7 +134,7 @@ def _moving(owner: Operation, load: T.LoadOp) -> dict[Value, int]:
             lp is not owner
             and lp.is_ancestor_of(owner)
             and any(a in T.THREAD_AXES for a in lp.bind)
-            and lp.work_items == lp.units(kernel)
+            and lp.one_item_a_unit(kernel)
         )
         if inside or block_wide:
             out.update(zip(lp.ivs, lp.extents))

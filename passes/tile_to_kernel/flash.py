@@ -57,7 +57,9 @@ def applies(r: T.ReduceOp) -> bool:
 
 
 def _warp_tile(loop: T.ForOp) -> tuple[int, int]:
-    return tuple(e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
+    """The warp's fragment tile: its rows (a few on the atoms' top half: `fragments.fragment_rows`) by its columns."""
+    rows, cols = (e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
+    return fragments.fragment_rows(rows), cols
 
 
 def carrier_types(r: T.ReduceOp) -> list | None:
@@ -105,7 +107,7 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     with kb.for_(0, steps, carries=[kb.const(0.0, s_type, "s")], hint="ks", unroll=0) as lp:
         at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
         frags: dict[Value, Value] = {}
-        fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags)
+        fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags, rows=loop.extents[0])
         fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
         lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
     lanes = (2 * tile[0] // 16, keys // 4)

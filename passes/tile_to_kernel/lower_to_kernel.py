@@ -110,7 +110,7 @@ def _block_uniform(kernel: T.KernelOp, lp: T.LoopOp) -> bool:
     them or by none: its work items split evenly over its units, or its thread axes come after its block axes (a
     unit is block-major) and their threads divide its work items (a band sharing its launch with a larger one:
     whole blocks have no point of it)."""
-    if lp.work_items % lp.units(kernel) == 0:
+    if lp.work_items % lp.units(kernel) == 0 or lp.one_item_a_unit(kernel):
         return True
     threads = [a for a in lp.bind if a in T.THREAD_AXES]
     if any(a in T.BLOCK_AXES for a in lp.bind[lp.bind.index(threads[0]) :]):
@@ -196,6 +196,7 @@ class Materializer:
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
         self.waits_after_prologue: set[T.LoopOp] = set()  # loops whose prologue an earlier copy's wait follows
+        self.ghost_lanes: dict[T.ForOp, int] = {}  # atom loops whose lanes past this many hold ghost rows
         self.trip_bound: dict[T.LoopOp, Value] = {}  # loops a mask cuts short: the trips they make (masked.py)
         self.recomputed: list[Operation] = []  # ops a branch recomputes (combines.constant_share): erased if unused
         self.n_smem = 0
@@ -383,6 +384,11 @@ def work_items(m: Materializer, op: T.LoopOp, carries=(), trips: Value | None = 
     if op.bind and units == w_count and not carries:
         m.trip[op] = w = kb.index(m.unit(op.bind), hint)
         yield None, w
+    elif op.bind and units > w_count and not carries and "atom" in op.attributes:
+        # a warp's ghost rows on the atoms' top half: every lane takes part in the mma; only its stores are guarded
+        m.trip[op] = u = kb.index(m.unit(op.bind), hint)
+        m.ghost_lanes[op] = w_count
+        yield None, u
     elif op.bind and units > w_count and not carries:
         m.trip[op] = u = kb.index(m.unit(op.bind), hint)
         with kb.if_(kb.scalar("lt", u, kb.const(w_count, index))) as br, br.then():

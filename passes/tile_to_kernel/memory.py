@@ -159,7 +159,7 @@ def why_not_producer(op: T.StageOp) -> str | None:
             return "is copied by a producer warp, but the kernel combines across its threads (no barrier for the warp)"
     for lp in T.enclosing_loops(loop):
         threads = [a for a in lp.bind if a in T.THREAD_AXES]
-        if threads and (len(threads) != len(lp.bind) or lp.work_items != lp.units(kernel)):
+        if threads and (len(threads) != len(lp.bind) or not lp.one_item_a_unit(kernel)):
             return "is copied by a producer warp, inside a loop whose threads do not each take one work item"
         if not lp.bind and lp.work_items > 1:
             return "is copied by a producer warp, inside a loop around its own that makes several trips"
@@ -335,9 +335,9 @@ def store(m, op: T.StoreOp) -> None:
     if value.type != want:
         value = _as_lanes(kb, value, want)
     cond, axes = single_writer(m, op)
-    row = _row_writer(m, op)
-    if row is not None:
-        cond = row if cond is None else kb.scalar("and", cond, row)
+    for extra in (_row_writer(m, op), _real_lane(m, op)):
+        if extra is not None:
+            cond = extra if cond is None else kb.scalar("and", cond, extra)
     if cond is None:
         _tile_access(m, op, a, value)
         return
@@ -381,6 +381,15 @@ def _row_writer(m, op: T.StoreOp) -> Value | None:
     kb = m.kb
     quad = kb.index(Val(m.trip[loop]) % 4, "quad_lane")
     return kb.scalar("eq", quad, kb.const(0, index))
+
+
+def _real_lane(m, op: T.StoreOp) -> Value | None:
+    """In an atom loop whose last lanes hold ghost rows (a few rows on the atoms' top half), a store is a real
+    lane's."""
+    loop = next((lp for lp in T.enclosing_loops(op) if lp in m.ghost_lanes), None)
+    if loop is None:
+        return None
+    return m.kb.scalar("lt", m.trip[loop], m.kb.const(m.ghost_lanes[loop], index))
 
 
 def _as_lanes(kb, value: Value, want) -> Value:

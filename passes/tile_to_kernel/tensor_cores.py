@@ -25,7 +25,6 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import warpgroup
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.fragments import HALF_ROWS
 from irforge.dialects.kernel.types import FragType, SmemType, with_element_type
 from irforge.dialects.loop.indexing import multiple_of
 from irforge.dialects.scalar import CastOp, ScalarMathOp
@@ -50,7 +49,9 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return f"is laid out on {atom}, whose warpgroups span all the tile's columns (warps [4k, 1])"
     if not target().has("ldmatrix"):
         return f"is laid out on {atom}, which {target().arch} does not have (mma.sync needs sm_80)"
-    if op.bind != ("threadIdx.x",) or kernel.attributes["block"] != (op.work_items, 1, 1):
+    # the block's threads along x, one work item each (a warp's ghost rows on the atoms' top half: whole warps)
+    lanes = -(-op.work_items // target().warp_size) * target().warp_size
+    if op.bind != ("threadIdx.x",) or kernel.attributes["block"] != (lanes, 1, 1):
         return (
             f"is laid out on {atom}, so its {op.work_items} work items must be the block's threads along x, one each "
             f"(the block is {list(kernel.attributes['block'])})"
@@ -61,7 +62,7 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if isinstance(ops, fragments.AttentionOperands) and (atom.family != "mma" or op.attributes["warps"][1] != 1):
         return f"is laid out on {atom}, but attention runs on mma atoms with whole rows a warp (warps [k, 1])"
     rows = op.extents[0] // op.attributes.get("warps", (1, 1))[0]
-    if rows == HALF_ROWS and not isinstance(ops, fragments.AttentionOperands):
+    if rows in fragments.TOP_ROWS and not isinstance(ops, fragments.AttentionOperands):
         return f"is laid out on {atom} in warp tiles of {rows} rows (the atoms' top halves), built for attention only"
     return None
 
@@ -226,15 +227,16 @@ def _slab_tile(m, op: T.LoadOp, at: dict) -> tuple[Value, list]:
     return st.smem, ([Val(st.slot)] if st.ring > 1 else []) + _at(m, op, at)
 
 
-def _factor(m, f: fragments.Factor, role: str, shape, at: dict, k: Value, frags: dict) -> Value:
+def _factor(m, f: fragments.Factor, role: str, shape, at: dict, k: Value, frags: dict, rows: int = 0) -> Value:
     """The fragment of a factor at the warp's tile and this step's k: its loads as fragments, its math applied to
-    them elementwise (scalars defined around it broadcast)."""
+    them elementwise (scalars defined around it broadcast); `rows`: the tile's rows where fewer than the fragment's
+    (its ghost rows read the last one's)."""
     kb = m.kb
     for op in f.ops:
         if op.results[0] in frags:
             continue
         if isinstance(op, T.LoadOp):
-            v = _load(m, op, role, shape, at, k)
+            v = _load(m, op, role, shape, at, k, rows)
         elif isinstance(op, CastOp):
             src = frags[op.operand]
             v = kb.cast(src, with_element_type(src.type, op.result.type))
@@ -246,7 +248,7 @@ def _factor(m, f: fragments.Factor, role: str, shape, at: dict, k: Value, frags:
     return frags[f.value]
 
 
-def _load(m, op: T.LoadOp, role: str, shape, at: dict, k: Value) -> Value:
+def _load(m, op: T.LoadOp, role: str, shape, at: dict, k: Value, rows: int = 0) -> Value:
     """A factor's load as the warp's fragment: its first element where the tile's index is the warp's origin and
     the reduction's is this step's k. The fragment's tile is rows x k for A and k x columns for B; stored the other
     way round (A with k down its buffer's rows, B with k along them, as nn.Linear keeps weights) it is read
@@ -258,11 +260,13 @@ def _load(m, op: T.LoadOp, role: str, shape, at: dict, k: Value) -> Value:
     frag = FragType(role, src.type.dtype, shape)
     hint = f"{src.name_hint or 'x'}_{role}".replace(".", "_")
     rows_dim = fragments.rows_dim(op, list(at))
+    extra = {"rows_dim": rows_dim, "rows": rows if 0 < rows < shape[0] else 0}
     if src in m.staged:
         smem, idx = _slab_tile(m, op, at)
         if _ldmatrix_fits(smem.type, op, at):
-            return kb.ldmatrix(smem, idx, frag, transpose=transpose, hint=hint, rows_dim=rows_dim)
-        return kb.frag_load(smem, idx, frag, transpose=transpose, hint=hint, rows_dim=rows_dim)
+            return kb.ldmatrix(smem, idx, frag, transpose=transpose, hint=hint, **extra)
+        return kb.frag_load(smem, idx, frag, transpose=transpose, hint=hint, **extra)
+    assert not extra["rows"], "a factor with ghost rows is read from a staged slab"
     flat = 0
     for e, n in zip(_at(m, op, at), src.type.shape):
         flat = flat * n + e
