@@ -95,7 +95,7 @@ BAD = [
         3,
     ),
     (
-        '  %s = kernel.smem bf16[8,16]\n'
+        "  %s = kernel.smem bf16[8,16]\n"
         '  %f = kernel.frag_load %s[0, 0] {rows = 3} : !kernel.frag<"a", bf16, [8, 16]>\n',
         'rows = 3: an "a" fragment\'s valid rows, at least half its 8 and fewer',
         3,

@@ -116,8 +116,10 @@ ATTENTION_MMA_BLOCKS_PER_SM = 2
 # runs on the atoms' top halves (`dialects/kernel/fragments.py`): a warp a block, its keys split over blocks toward
 # DECODE_MMA_BLOCKS_PER_SM blocks a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least (streaming the
 # cache at memory speed needs many blocks' copies in flight; each block's scores then cost a few mma.sync, not a
-# shuffle-reduced dot product a key).
-DECODE_MMA_BLOCKS_PER_SM = 8
+# shuffle-reduced dot product a key). bench/results/attention_decode_mma-h100-2026-11-27: F4 (32 sequences, 2048
+# keys, head dimension 64) 51 us on the SIMT path, 39.1 on the atoms toward 8 blocks, 38.3 toward 4; F6 (Qwen2.5's
+# groups of 7, 128) 112 -> 68.7 -> 66.8 us; F5 (one sequence) 16.1 -> 13.3 us either way.
+DECODE_MMA_BLOCKS_PER_SM = 4
 # ... in chunks of keys whose K slab takes DECODE_MMA_SLAB_BYTES at most (64 keys of a head dimension of 64, 32 of
 # 128), so that rings of RING such chunks of K and V leave room for 4 blocks a multiprocessor.
 DECODE_MMA_SLAB_BYTES = 8192
