@@ -79,18 +79,18 @@ def _simulated_and_compiled(m, reference) -> None:
     assert not [n for n, u in usage.items() if u.spills], usage
 
 
-def test_decode_group_of_seven_on_whole_warps_of_lanes_matches():
-    """A group of 7 query heads (Qwen2.5's) with rows of 64 takes 32 lanes a row (2 would leave its block of 14
-    threads a partial warp, which shuffles cannot serve); the keys split across blocks, each storing m and l once for
-    its 32 lanes (one writer) and O by columns, the second kernel folding them: the simulator against the loop
-    interpreter."""
-    m = loopgen.attention_module(batch=1, kv_heads=1, group=7, queries=1, keys=128, e=64, ev=64, dtype=bf16)
+def test_decode_group_of_three_on_whole_warps_of_lanes_matches():
+    """A group of 3 query heads (too few for the atoms' top half, which takes 4 to 8) with rows of 64 takes 32 lanes
+    a row (16 would leave its block of 48 threads a partial warp, which shuffles cannot serve); the keys split across
+    blocks, each storing m and l once for its 32 lanes (one writer) and O by columns, the second kernel folding
+    them: the simulator against the loop interpreter."""
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=3, queries=1, keys=128, e=64, ev=64, dtype=bf16)
     run_pipeline(m, "tensor-to-loop")
     reference = interpret(m, seed=0)
     run_pipeline(m, "loop-to-tile")
     _matches(reference, m, "after loop-to-tile")
     (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
-    assert k.axis_size("threadIdx.x") == 32 and k.axis_size("threadIdx.y") == 7 and k.axis_size("blockIdx.y") > 1
+    assert k.axis_size("threadIdx.x") == 32 and k.axis_size("threadIdx.y") == 3 and k.axis_size("blockIdx.y") > 1
     _simulated_and_compiled(m, reference)
 
 
@@ -197,10 +197,10 @@ def test_decode_of_a_group_of_8_heads_runs_on_one_warps_atoms_and_splits_the_cac
     assert (k.axis_size("threadIdx.x"), k.axis_size("threadIdx.y")) == (32, 1)
 
 
-@pytest.mark.parametrize("batch,group,e", [(1, 7, 128), (32, 7, 128)])
+@pytest.mark.parametrize("batch,group,e", [(1, 3, 128), (32, 3, 128)])
 def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group, e):
-    """The llm suite's decode of Qwen2.5's groups of 7 heads (bf16, a 2048-long KV cache, 4 key/value heads; groups
-    of 8 run on the atoms instead): the group's query heads are a block's rows (each K/V chunk read once for
+    """The llm suite's decode shapes with groups of 3 heads (bf16, a 2048-long KV cache, 4 key/value heads; groups
+    of 4 to 8 run on the atoms instead): the group's query heads are a block's rows (each K/V chunk read once for
     them), 4 columns a lane for one sequence, 8 for a batch
     whose rows keep every multiprocessor busy (fewer shuffle rounds a score), the lanes whole warps (the scores'
     shuffles need them), K and V copied by the tensor memory accelerator (whole 16-byte rows) into rings of
@@ -245,7 +245,7 @@ def test_decode_fills_the_multiprocessors_with_warps_of_whole_lanes(batch, group
     "kw",
     [
         dict(batch=1, kv_heads=4, group=7, queries=128, keys=128, e=128, ev=128, mask="causal"),
-        dict(batch=1, kv_heads=4, group=7, queries=1, keys=2048, e=128, ev=128, dtype=bf16),
+        dict(batch=1, kv_heads=4, group=3, queries=1, keys=2048, e=128, ev=128, dtype=bf16),
     ],
     ids=["prefill_causal", "decode"],
 )
