@@ -566,17 +566,17 @@ class _Emitter(WarpgroupStatements):
                 out = f"{res}[{o_flat}]" if out_shape else f"const {self.ctype(et)} {res}"
                 self.line(f"{out} = {e};")
             return
-        if not out_shape:  # a whole tile to one value: an unrolled loop over its elements
+        if not out_shape and t.numel > TREE_REDUCE_MAX:  # a long tile to one value: an unrolled loop over it
             self.line(f"{acc_t} {res}_acc = {get(0)};")
             self.unrolled(t.numel, f"{res}_acc = {comb.format(a=f'{res}_acc', b=get('irf_e'))};", start=1)
             self.line(f"const {self.ctype(et)} {res} = {to(f'{res}_acc')};")
             return
+        if not out_shape:
+            self.line(f"const {self.ctype(et)} {res} = {to(_tree(comb, [get(i) for i in range(t.numel)]))};")
+            return
         self.line(f"{self.ctype(et)} {res}[{int(np.prod(out_shape))}];")
         for o_flat, (_, members) in enumerate(groups.items()):
-            e = get(members[0])
-            for m in members[1:]:
-                e = comb.format(a=e, b=get(m))
-            self.line(f"{res}[{o_flat}] = {to(e)};")
+            self.line(f"{res}[{o_flat}] = {to(_tree(comb, [get(m) for m in members]))};")
 
     # ---- control flow -----------------------------------------------------------------------------------------
     def op_for(self, op):
@@ -893,6 +893,19 @@ class _Emitter(WarpgroupStatements):
             for j in range(an):
                 acc = ", ".join(f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(per_acc))
                 self.line(f"{call}({acc}, {a} + {per_a * i}, {b} + {per_b * j});")
+
+
+# A register tile of at most this many elements reduces as a balanced tree of its monoid's op: log2(n) dependent
+# steps where a chain takes n - 1 (a decode step's row max and sum over a lane's scores: 4 steps, not 15).
+TREE_REDUCE_MAX = 64
+
+
+def _tree(comb: str, items: list[str]) -> str:
+    """`comb` (a format with `a` and `b`) over `items` as a balanced tree: halves combined pairwise."""
+    if len(items) == 1:
+        return items[0]
+    mid = len(items) // 2
+    return comb.format(a=_tree(comb, items[:mid]), b=_tree(comb, items[mid:]))
 
 
 def _ldmatrix_groups(mats: list[tuple[int, int]]) -> list[tuple[int, int, tuple[int, int]]]:
