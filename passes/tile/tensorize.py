@@ -32,8 +32,9 @@ class TileTensorize(Pass):
     Attention is laid out by the same rule, found by its algebra (`fragments.attention_operands`: an online carrier
     whose key is a contraction, the scores, and whose weights are 16-bit factors, V): on mma atoms, each warp whole
     rows of O (warps [k, 1]), so a row's scores, their max and exp(x - m) stay in its lanes;
-    `lower-to-kernel` computes both products on the atoms (`passes/tile_to_kernel/flash.py`). A warp tile of 8 rows
-    (a decode step's GQA group of 8 heads at one position) takes the atoms' top halves, one row a lane.
+    `lower-to-kernel` computes both products on the atoms (`passes/tile_to_kernel/flash.py`). A warp tile of 4 to 8
+    rows (a decode step's GQA group of heads at one position) takes the atoms' top halves, one row a lane (lanes
+    past the rows, ghosts, take part in the mma and store nothing).
     """
 
     name = "tile-tensorize"
