@@ -172,6 +172,20 @@ def test_the_search_spends_its_candidates_on_the_tensor_cores(tmp_path):
     assert all(c.predicted_s <= 4 * r.baseline.predicted_s for c in proposed)
 
 
+def test_a_short_time_gets_a_short_confirmation(tmp_path):
+    """With --time 1 (each measurement spending its budget, as the real one's runs do) the confirmation gets what
+    is left of the kernel's second, not its usual 2 s: the kernel ends near its time instead of past it."""
+    from irforge.tune.tuner import CONFIRM, CONFIRM_FLOOR_S, RANK
+
+    (r,) = tune(tmp_path, None, [("ew", EW)], budget=3, patience=1000, seconds=1.0, FAKE_SPENDS_BUDGET=1)
+    assert r.status == "tuned" and r.confirmed
+    budgets = [line.split() for line in (tmp_path / "budgets").read_text().splitlines()]
+    confirms = [float(b) for reps, b in budgets if int(reps) == CONFIRM["reps"]]
+    ranks = [float(b) for reps, b in budgets if int(reps) == RANK["reps"]]
+    assert len(confirms) == 1 and CONFIRM_FLOOR_S <= confirms[0] <= 1.0 < CONFIRM["max_seconds_per_case"]
+    assert ranks and all(b == RANK["max_seconds_per_case"] for b in ranks)
+
+
 def test_a_run_is_reproducible_from_its_seed(tmp_path):
     _, suffix = split_lowering()
     tuner = fake_tuner(tmp_path, None, budget=8, patience=1000, seconds=600)

@@ -50,6 +50,7 @@ from .worker import RemoteError, Worker, WorkerFailed
 
 RANK = {"reps": 20, "min_reps": 5, "warmup": 3, "max_seconds_per_case": 0.25}
 CONFIRM = {"reps": 100, "min_reps": 10, "warmup": 10, "max_seconds_per_case": 2.0}
+CONFIRM_FLOOR_S = 0.1  # the least a confirmation's timed runs get when the kernel's seconds are spent
 FAILED = ("wrong", "error", "fault", "timeout", "crash")
 AHEAD = 4  # candidates compiling while the GPU measures
 FLUSH_S = 50e-6  # the L2 flush before each timed run
@@ -399,7 +400,7 @@ class Tuner:
         for _, _, future in pending:
             if future is not None:
                 future.cancel()
-        self._confirm(r, gpu)
+        self._confirm(r, gpu, o.seconds - (time.monotonic() - t_start))
         if r.winner is not None and r.winner.point:
             r.winner.point = space.point(space.simplest(space.values_of(r.winner.point)))
         r.status = "tuned" if gpu is not None else "compiled"
@@ -409,15 +410,19 @@ class Tuner:
         c.status, c.detail = res["status"], res.get("detail", "")
         c.median_s, c.reps = res.get("median_s"), res.get("reps", 0)
 
-    def _confirm(self, r: KernelResult, gpu: _GpuSlot | None) -> None:
-        """Measure the best few and the baseline together, longer; the fastest is the winner."""
+    def _confirm(self, r: KernelResult, gpu: _GpuSlot | None, left_s: float) -> None:
+        """Measure the best few and the baseline together, longer, within the kernel's `left_s` seconds left (a
+        short --time gets a short confirmation, not an overrun); the fastest is the winner."""
         ok = sorted((c for c in r.candidates if c.status == "ok" and c is not r.baseline), key=lambda c: c.median_s)
         top = [r.baseline, *ok[: self.o.confirm]]
         if gpu is None or len(top) == 1:
             r.winner = min(top, key=lambda c: c.median_s)
             return
         programs = {str(i): c.program for i, c in enumerate(top)}
-        res = gpu.measure(r.task, programs, CONFIRM, self.o.timeout * 4 + 10)
+        settings = dict(
+            CONFIRM, max_seconds_per_case=min(CONFIRM["max_seconds_per_case"], max(left_s, CONFIRM_FLOOR_S))
+        )
+        res = gpu.measure(r.task, programs, settings, self.o.timeout * 4 + 10)
         confirmed = []
         for i, c in enumerate(top):
             m = res.get(str(i), {"status": "error", "detail": "not measured"})
