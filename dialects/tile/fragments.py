@@ -66,9 +66,9 @@ class Atom:
 ATOM_FORMS = "mma.m16n8k16 or wgmma.m64nNk16 (N a multiple of 8 up to 256)"
 
 
-# A warp's rows on the top halves of mma atoms (`dialects/kernel/fragments.py`): 8, or fewer down to 4, whose ghost
-# rows (up to 8) read the last row's operands and store nothing (lower-to-kernel); at most 7 ghosts below 8 would
-# not clamp to the last row by one step (`kernel.ldmatrix`'s `rows`).
+# A warp's rows on the top halves of mma atoms (`dialects/kernel/fragments.py`): 8, or down to 4. The fragment's
+# rows past the tile's (ghosts) read the tile's last row (`kernel.ldmatrix`'s `rows`, whose clamp holds for tiles
+# of half the fragment or more) and store nothing (lower-to-kernel).
 TOP_ROWS = tuple(range(layouts.HALF_ROWS // 2, layouts.HALF_ROWS + 1))
 
 
@@ -79,8 +79,8 @@ def fragment_rows(rows: int) -> int:
 
 def acc_layout(extents, warps) -> Layout:
     """The layout that gives each thread its lane's points of an mma accumulator: warp tiles of `extents / warps`,
-    each a grid of 16 x 8 atoms (or, 8 rows, of their top halves), a lane's rows 8 apart and its columns in pairs 8
-    apart."""
+    each a grid of 16 x 8 atoms (or, for one warp's 4 to 8 rows, their top halves), a lane's rows 8 apart and its
+    columns in pairs 8 apart."""
     t0, t1 = (e // w for e, w in zip(extents, warps))
     v0, v1 = max(1, 2 * t0 // 16), max(1, t1 // 4)
     return Layout(tuple(extents), (v0, v1), (v0, max(1, v1 // 2)), 1, tuple(warps))
@@ -88,7 +88,7 @@ def acc_layout(extents, warps) -> Layout:
 
 def why_not_layout(extents, warps, atom: Atom, top: bool = True) -> str | None:
     """Why a loop over `extents` cannot be cut into `warps` warp tiles of `atom`'s accumulator (None when it can);
-    `top`: warp tiles of 8 rows (the mma atoms' top halves) are allowed."""
+    `top`: one warp's tile of 4 to 8 rows (`TOP_ROWS`, on the mma atoms' top halves) is allowed."""
     if len(extents) != 2 or len(warps) != 2:
         return "lays out a contraction's output tile of two dimensions (rows, columns) on the tensor cores"
     if any(w < 1 or e % w for e, w in zip(extents, warps)):
