@@ -30,6 +30,17 @@ def _matches(reference, module, what: str) -> None:
         assert c.ok, f"{what}: output #{i}: {c}"
 
 
+def _through_loop_to_tile(m):
+    """Lower `m` to the loop level, then through each pass of `loop-to-tile`, the tile interpreter matching the
+    loop interpreter after every one; the loop interpreter's outputs."""
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    for p in _passes("loop-to-tile"):
+        run_pipeline(m, p)
+        _matches(reference, m, f"after {p}")
+    return reference
+
+
 def _on_atoms(module) -> list[T.ForOp]:
     return [
         lp
@@ -59,11 +70,7 @@ def test_attention_on_mma_atoms_matches_the_loop_interpreter(dtype, kv_heads, gr
         batch=1, kv_heads=kv_heads, group=group, queries=queries, keys=keys, e=e, ev=ev, mask=mask, scale=scale,
         dtype=dtype,
     )  # fmt: skip
-    run_pipeline(m, "tensor-to-loop")
-    reference = interpret(m, seed=0)
-    for p in _passes("loop-to-tile"):
-        run_pipeline(m, p)
-        _matches(reference, m, f"after {p}")
+    reference = _through_loop_to_tile(m)
     assert _on_atoms(m), "the default schedule lays prefill attention of 16-bit factors out on mma atoms"
     run_pipeline(m, "tile-to-kernel")
     mmas = [op for op in m.walk() if isinstance(op, K.MmaOp)]
@@ -136,11 +143,7 @@ def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, g
         batch=batch, kv_heads=kv_heads, group=group, queries=1, keys=keys, e=e, ev=e, scale=e**-0.5,
         dtype=dtype,
     )  # fmt: skip
-    run_pipeline(m, "tensor-to-loop")
-    reference = interpret(m, seed=0)
-    for p in _passes("loop-to-tile"):
-        run_pipeline(m, p)
-        _matches(reference, m, f"after {p}")
+    reference = _through_loop_to_tile(m)
     (loop,) = _on_atoms(m)
     assert loop.extents == (group, e) and loop.attributes["warps"] == (1, 1)
     split = any(isinstance(r, T.ReduceOp) and r.bind == ("blockIdx.y",) for r in m.walk())
