@@ -226,7 +226,8 @@ class LoopOp(indexing.LoopBase):
         units = self.units(kernel)
         if self.work_items == units:
             return True
-        return "atom" in self.attributes and units % 32 == 0 and units - 32 < self.work_items < units
+        warp = target().warp_size
+        return "atom" in self.attributes and units % warp == 0 and units - warp < self.work_items < units
 
     def _verify_loop(self):
         extents = self.extents

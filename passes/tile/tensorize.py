@@ -93,7 +93,9 @@ class TileTensorize(Pass):
         if family == "wgmma":
             warps = (count, 1)
             fixed_ok = self.wm in (0, 16) and self.wn in (0, loop.extents[1])
-            return warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom, False) is None else None
+            return (
+                warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom, top=False) is None else None
+            )
         if not (self.wm or self.wn):
             return heuristic().warp_grid(kernel, loop, atom)
         e0, e1 = loop.extents
