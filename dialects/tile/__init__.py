@@ -223,11 +223,14 @@ class LoopOp(indexing.LoopBase):
     def one_item_a_unit(self, kernel: KernelOp | None = None) -> bool:
         """Whether every unit runs the loop's body once: one work item each, or a loop laid out on an atom whose
         last warp's lanes past its work items hold ghost rows (the atoms' top half) and run the body all the same."""
-        units = self.units(kernel)
-        if self.work_items == units:
-            return True
-        warp = target().warp_size
-        return "atom" in self.attributes and units % warp == 0 and units - warp < self.work_items < units
+        return self.work_items == self.units(kernel) or self.ghost_lanes(kernel) > 0
+
+    def ghost_lanes(self, kernel: KernelOp | None = None) -> int:
+        """The lanes past the work items of a loop laid out on an atom, in its last warp (a warp's rows on the
+        atoms' top half fewer than 8: the lanes of the rows past them run the body and hold no point); 0 else."""
+        units, warp = self.units(kernel), target().warp_size
+        extra = units - self.work_items
+        return extra if "atom" in self.attributes and units % warp == 0 and 0 < extra < warp else 0
 
     def _verify_loop(self):
         extents = self.extents

@@ -398,13 +398,7 @@ class Launch:
 def _in_ghost_lanes(op: Operation, kernel) -> bool:
     """Whether `op` sits in a loop laid out on an atom whose last lanes hold ghost rows: there every thread of the
     block runs it (`ForOp.one_item_a_unit`), though the interpreter masks the ghosts' points off."""
-    return any(
-        isinstance(lp, ForOp)
-        and "atom" in lp.attributes
-        and lp.work_items < lp.units(kernel)
-        and lp.one_item_a_unit(kernel)
-        for lp in enclosing_loops(op)
-    )
+    return any(isinstance(lp, ForOp) and lp.ghost_lanes(kernel) for lp in enclosing_loops(op))
 
 
 def _collective(loop: LoopOp) -> bool:

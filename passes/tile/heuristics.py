@@ -530,11 +530,7 @@ class Heuristic:
         if _recomputes_a_in(reduce) and kernel.threads < target().warp_size:
             return _decode_attention_splits(blocks, trips, sms)
         if _recomputes_a_in(reduce) and _tensorized_tile(reduce) in fragments.TOP_ROWS:
-            shares = [
-                s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= ATTENTION_MIN_SHARE)
-            ]
-            aim = DECODE_MMA_BLOCKS_PER_SM * sms
-            return min(shares, key=lambda s: (abs(math.log(blocks * s / aim)), -s))
+            return _nearest_share_split(trips, ATTENTION_MIN_SHARE, blocks, DECODE_MMA_BLOCKS_PER_SM * sms)
         fits = _splits_of(trips)
         if _recomputes_a_in(reduce) and kernel.threads >= target().warp_size:
             if "threadIdx.y" in T.bound_axes(reduce):  # rows of lanes sharing their scores (`row_lanes`)
@@ -576,14 +572,10 @@ class Heuristic:
             chunks = [r for r in reduce.body.ops if isinstance(r, T.ReduceOp) and tuple(r.results) == reduce.yielded]
             keys = chunks[0].extents[0] if chunks else 1
             least = max(least, -(-DECODE_MIN_SHARE_KEYS // keys))
-        # any divisor of the chunks: cache lengths (prompt plus new tokens) rarely factor into SPLITS
-        fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
         if decode:
-            aim = ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count
-            return min(fits, key=lambda s: (abs(math.log(blocks * s / aim)), -s))
+            return _nearest_share_split(trips, least, blocks, ATTENTION_DECODE_BLOCKS_PER_SM * target().sm_count)
         warps = blocks * max(1, kernel.threads // target().warp_size)
-        aim = ATTENTION_WARPS_PER_SM * target().sm_count
-        return min(fits, key=lambda s: (abs(math.log(warps * s / aim)), -s))
+        return _nearest_share_split(trips, least, warps, ATTENTION_WARPS_PER_SM * target().sm_count)
 
     def tensor_atom(self, kernel: T.KernelOp, root, rows, cols) -> str | None:
         """The atom family the contraction under `root` runs on, over output indices `rows` and `cols`: "wgmma" on
@@ -835,6 +827,14 @@ def _wgmma_columns(loop: T.ForOp) -> int:
     product's gate and up make a 128 x 128 tile as wide as a 128 x 256 one)."""
     reduces = [r for r in loop.walk() if isinstance(r, T.ReduceOp) and contraction_of(r) is not None]
     return loop.extents[1] * max((len(r.results) for r in reduces), default=1)
+
+
+def _nearest_share_split(trips: int, least: int, units: int, aim: float) -> int:
+    """The split of a reduction of `trips` trips over blocks, any divisor of them (cache lengths, prompt plus new
+    tokens, rarely factor into SPLITS) leaving shares of `least` trips at least, whose `units` (blocks or warps)
+    times it come nearest `aim` by ratio; the larger on a tie."""
+    fits = [s for s in range(1, trips + 1) if trips % s == 0 and (s == 1 or trips // s >= least)]
+    return min(fits, key=lambda s: (abs(math.log(units * s / aim)), -s))
 
 
 def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:

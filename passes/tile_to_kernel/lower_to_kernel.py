@@ -384,7 +384,7 @@ def work_items(m: Materializer, op: T.LoopOp, carries=(), trips: Value | None = 
     if op.bind and units == w_count and not carries:
         m.trip[op] = w = kb.index(m.unit(op.bind), hint)
         yield None, w
-    elif op.bind and units > w_count and not carries and op.one_item_a_unit(m.tk):
+    elif op.bind and not carries and op.ghost_lanes(m.tk):
         # a warp's ghost rows on the atoms' top half: every lane takes part in the mma; only its stores are guarded
         m.trip[op] = u = kb.index(m.unit(op.bind), hint)
         m.ghost_lanes[op] = w_count
