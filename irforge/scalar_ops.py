@@ -32,6 +32,15 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+# The smallest normal float32: `exp_flush` results below it are zero (the SFU's ex2 flushes them).
+_F32_TINY = 2.0**-126
+
+
+def _exp_flush(x):
+    r = np.exp(x)
+    return np.where(r < _F32_TINY, np.zeros_like(r), r)
+
+
 def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
@@ -124,6 +133,7 @@ SCALAR_OPS: dict[str, ScalarOp] = {
         # floating-point math
         _op("pow", 2, "math", np.power, None, "a ** b"),
         _op("exp", 1, "math", np.exp, None, "e ** a"),
+        _op("exp_flush", 1, "math", _exp_flush, None, "e ** a, results below 2 ** -126 flushed to 0"),
         _op("exp2", 1, "math", np.exp2, None, "2 ** a"),
         _op("expm1", 1, "math", np.expm1, None, "e ** a - 1"),
         _op("log", 1, "math", np.log, None, "natural logarithm"),
@@ -194,7 +204,9 @@ class Monoid:
     A simple monoid carries one value and combines with the scalar op `op` (`add`, `maximum`, ...). A compound
     carrier carries several values: `online` is (running max m, sums s1..sk) standing for `s_i = sum(w_i * exp(x -
     m))` -- online softmax with k = 1, flash attention's (max, denominator, numerators) with k > 1. Its elements are
-    carriers too: one term x weighted by w is `(x, w1, ..., wk)`.
+    carriers too: one term x weighted by w is `(x, w1, ..., wk)`. Its exponentials are `exp_flush`: exp(x - m) is at
+    most 1 and the largest term's is 1, so a term below 2^-126 is under the rounding of every sum it joins (a sum
+    of weights exp(x - m) >= 1), and the SFU's one-instruction ex2 may drop it.
 
     The combine is data, not code: `combine_program(width)` is a straight-line program over this table's scalar ops
     whose inputs are `a0..`, `b0..` (the two carriers) and whose `outputs` name the combined carrier, so the numpy
@@ -255,7 +267,7 @@ class Monoid:
         for side in "ab":
             steps += [
                 CombineStep(f"d{side}", "sub", (f"{side}0", "m")),
-                CombineStep(f"e{side}", "exp", (f"d{side}",)),
+                CombineStep(f"e{side}", "exp_flush", (f"d{side}",)),
                 CombineStep(f"n{side}", "eq", (f"{side}0", float("-inf"))),
                 CombineStep(f"s{side}", "select", (f"n{side}", 0.0, f"e{side}")),
             ]
@@ -279,7 +291,7 @@ class Monoid:
         steps = [
             CombineStep("m", "fold:maximum", ("a0",)),
             CombineStep("d", "sub", ("a0", "m")),
-            CombineStep("e", "exp", ("d",)),
+            CombineStep("e", "exp_flush", ("d",)),
             CombineStep("z", "eq", ("m", float("-inf"))),
         ]
         outputs = ["m"]
@@ -310,7 +322,7 @@ class Monoid:
             CombineStep("n", "eq", ("k", float("-inf"))),
             CombineStep("z", "select", ("n", 0.0, "k")),
             CombineStep("d", "sub", ("a0", "z")),
-            CombineStep("s", "exp", ("d",)),
+            CombineStep("s", "exp_flush", ("d",)),
         ]
         steps += [CombineStep(f"r{i}", "mul", (f"a{i}", "s")) for i in range(1, width)]
         return "maximum", tuple(steps), tuple(f"r{i}" for i in range(1, width))

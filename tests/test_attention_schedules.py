@@ -259,5 +259,5 @@ def test_each_chunk_of_keys_rescales_the_carrier_once(kw):
     chunk = next(s for s in k.walk() if isinstance(s, T.StageOp) and s.operands[0].name_hint == "k").box[-2]
     run_pipeline(m, "tile-to-kernel")
     func = next(f for f in m.walk() if isinstance(f, K.KernelFuncOp))
-    exps = [op for op in func.walk() if isinstance(op, K.ScalarMathOp) and op.scalar_op == "exp"]
+    exps = [op for op in func.walk() if isinstance(op, K.ScalarMathOp) and op.scalar_op == "exp_flush"]
     assert chunk > 1 and len(exps) == chunk + 1

@@ -12,7 +12,7 @@ from irforge.ir import Operation
 from irforge.parser import parse_module
 from irforge.printer import format_attr, print_module
 from irforge.scalar_ops import SCALAR_OPS, evaluate
-from irforge.types import bf16, f16, i32
+from irforge.types import bf16, f16, f32, i32
 
 
 def test_none_attribute_round_trips():
@@ -57,6 +57,13 @@ def test_half_operands_compute_in_f32():
     # 2048 + 1 is not an f16; computing in f32 then rounding gives 2048 (ties to even) exactly once
     np.testing.assert_array_equal(evaluate("add", [a, b], f16), [2048.0])
     np.testing.assert_array_equal(evaluate("exp", [np.array([1.0], np.float16)], f16), [np.float16(np.e)])
+
+
+def test_exp_flush_drops_only_results_below_the_smallest_normal_float():
+    x = np.array([-100.0, -87.0, 0.0, -np.inf, np.nan], np.float32)
+    got = evaluate("exp_flush", [x], f32)
+    np.testing.assert_array_equal(got[[0, 2, 3]], [0.0, 1.0, 0.0])
+    assert got[1] == np.float32(np.exp(np.float32(-87.0))) > 0 and np.isnan(got[4])
 
 
 def test_interpret_runs_a_module_without_level_ops():

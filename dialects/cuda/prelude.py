@@ -43,8 +43,8 @@ _FLOAT = {
         "double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;",
     ),
     "fmod": ("return fmodf(a, b);", "return fmod(a, b);"),
-    "maximum": ("return (a != a || b != b) ? a + b : fmaxf(a, b);", "return (a != a || b != b) ? a + b : fmax(a, b);"),
-    "minimum": ("return (a != a || b != b) ? a + b : fminf(a, b);", "return (a != a || b != b) ? a + b : fmin(a, b);"),
+    "maximum": ("return irf_max_nan(a, b);", "return (a != a || b != b) ? a + b : fmax(a, b);"),
+    "minimum": ("return irf_min_nan(a, b);", "return (a != a || b != b) ? a + b : fmin(a, b);"),
     "neg": ("return -a;", "return -a;"),
     "abs": ("return fabsf(a);", "return fabs(a);"),
     "sign": ("return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a);", "return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : a);"),
@@ -52,6 +52,7 @@ _FLOAT = {
     # exp(a) = 2^(a log2 e): a multiply and the SFU's ex2 (relative error under 1e-5 for |a| < 80), against expf's
     # ten-instruction range reduction; softmax and attention chains are that much shorter (Triton lowers exp so).
     "exp": ("return exp2f(a * 1.4426950408889634f);", "return exp(a);"),
+    "exp_flush": ("return irf_ex2_ftz(a * 1.4426950408889634f);", "double r = exp(a); return r < 0x1p-126 ? 0.0 : r;"),
     "exp2": ("return exp2f(a);", "return exp2(a);"),
     "expm1": ("return expm1f(a);", "return expm1(a);"),
     "log": ("return logf(a);", "return log(a);"),
@@ -94,6 +95,32 @@ _HEADER = r"""// irforge prelude: scalar ops (irf_<name>) for every dtype, and t
 #include <cuda_bf16.h>
 
 #define IRF_DEV __device__ __forceinline__
+
+// NaN-propagating max/min of floats: one FMNMX.NAN from sm_80 on, a compare and a select before.
+IRF_DEV float irf_max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+#endif
+}
+IRF_DEV float irf_min_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? a + b : fminf(a, b);
+#endif
+}
+// 2^a, results below 2^-126 flushed to 0: the SFU's ex2 alone (exp2f adds a range fix-up of three instructions).
+IRF_DEV float irf_ex2_ftz(float a) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+  return r;
+}
 
 // ---- conversions ----
 IRF_DEV float irf_f32(float a) { return a; }
@@ -185,13 +212,12 @@ template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle(I o) {
 
 IRF_DEV unsigned irf_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-// ---- cp.async: 4, 8 or 16 bytes global -> shared, completed by commit/wait groups ----
-template <int BYTES> IRF_DEV void irf_cp_async(void* smem, const void* gmem) {
+// ---- cp.async: 4, 8 or 16 bytes global -> shared (a 32-bit shared address), completed by commit/wait groups ----
+template <int BYTES> IRF_DEV void irf_cp_async(unsigned smem, const void* gmem) {
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(irf_smem_addr(smem)), "l"(gmem) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(irf_smem_addr(smem)), "l"(gmem), "n"(BYTES)
-                 : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem), "l"(gmem), "n"(BYTES) : "memory");
   }
 }
 IRF_DEV void irf_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -302,10 +328,10 @@ template <int N> IRF_DEV void irf_wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// ldmatrix: COUNT (1, 2, 4) 8 x 8 matrices of 16-bit elements; this lane's pair of each lands in dst[2q], dst[2q+1].
-template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, const T* src) {
+// ldmatrix: COUNT (1, 2, 4) 8 x 8 matrices of 16-bit elements from the 32-bit shared address s (this lane's row);
+// this lane's pair of each lands in dst[2q], dst[2q+1].
+template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, unsigned s) {
   unsigned r[COUNT];
-  const unsigned s = irf_smem_addr(src);
   if constexpr (COUNT == 4 && TRANS) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));

@@ -114,6 +114,10 @@ def time_call(fn, warmup: int = 5, reps: int = 50) -> float:
 _POSITIVE = {"log", "log2", "log1p", "sqrt", "rsqrt", "pow"}
 
 
+# Ops whose checks also take NaNs and -inf (their CUDA has its own NaN and flush handling).
+_SPECIALS = ("maximum", "minimum", "exp_flush")
+
+
 def scalar_op_program(name: str, dtype: str, n: int = 256) -> tuple[str, list[np.ndarray]] | None:
     """IR applying scalar op `name` to `n` elements of `dtype` (None where the op does not take the dtype), with
     inputs chosen inside its domain."""
@@ -137,6 +141,8 @@ def scalar_op_program(name: str, dtype: str, n: int = 256) -> tuple[str, list[np
         else:
             a, b = rng.standard_normal(n) * 3, rng.standard_normal(n) * 3
         a[:4] = [0.0, -0.0, 2.5, -2.5] if name not in _POSITIVE else a[:4]
+        if name in _SPECIALS:  # NaN on either side, and results below the smallest normal float
+            a[4:8], b[4:8] = [np.nan, -100.0, 1.0, -np.inf], [1.0, np.nan, np.nan, 0.0]
     else:
         a = rng.integers(-20, 21, n)
         b = rng.integers(1, 8, n) * rng.choice([-1, 1], n)

@@ -388,6 +388,11 @@ class _Emitter(WarpgroupStatements):
         return f"const __grid_constant__ irf_tensormap {n}"  # a !kernel.tensormap
 
     def smem_declarations(self) -> None:
+        # Buffers that cp.async writes or ldmatrix reads take 32-bit shared addresses (`{name}_addr`): NVRTC keeps a
+        # generic pointer's offsets in 64 bits (nvcc narrows them), which costs F3's attention kernel 9 registers
+        # and a tenth of its loop's instructions.
+        addressed = {op.dst for op in self.k.walk() if isinstance(op, K.CpAsyncOp)}
+        addressed |= {op.mem for op in self.k.walk() if isinstance(op, K.LdmatrixOp)}
         static, offset = 0, 0
         for op in self.k.body.ops:
             if not isinstance(op, K.SmemOp):
@@ -408,6 +413,8 @@ class _Emitter(WarpgroupStatements):
             else:
                 self.line(f"__shared__ __align__({align}) {ct} {n}[{count}];  // {what}")
                 static += nbytes
+            if op.result in addressed:
+                self.line(f"const unsigned {n}_addr = irf_smem_addr({n});")
         limit = target().smem_static
         if static > limit:
             raise self.k.error(
@@ -650,6 +657,11 @@ class _Emitter(WarpgroupStatements):
     def op_smem(self, op):
         pass  # declared at the top of the kernel
 
+    def smem_address(self, mem: Value, off: str) -> str:
+        """The 32-bit shared address of element `off` of `mem` (declared by `smem_declarations`)."""
+        base = f"{self.name(mem)}_addr"
+        return base if off == "0" else f"{base} + {mem.type.dtype.bytes}u * ({off})"
+
     def address(self, op, group: str, mem: Value, offset: int = 0) -> str:
         """`&mem[...]`-style pointer expression for an access at `mem[group]`, `offset` elements further (before a
         swizzle)."""
@@ -769,7 +781,7 @@ class _Emitter(WarpgroupStatements):
     def op_cp_async(self, op):
         chunk = op.attributes["chunk"]
         nbytes = chunk.numel * chunk.dtype.bytes
-        dst = self.address(op, "dst_index", op.dst)
+        dst = self.smem_address(op.dst, self.smem_offset(op.exprs("dst_index"), op.index_operands, op.dst.type))
         src = self.address(op, "src_index", op.src)
         self.line(f"irf_cp_async<{nbytes}>({dst}, {src});")
 
@@ -825,6 +837,10 @@ class _Emitter(WarpgroupStatements):
     def tile_point(self, op, mem: Value, row, col, extra) -> str:
         """`mem[...]` of the point (row, col) of the tile whose first element `op` indexes (expressions whose
         dimensions past the op's index operands are `extra` names)."""
+        return f"{self.name(mem)}[{self.tile_offset(op, mem, row, col, extra)}]"
+
+    def tile_offset(self, op, mem: Value, row, col, extra) -> str:
+        """The element offset in `mem` of `tile_point`'s point."""
         vals = op.index_operands
         n = len(vals)
         valid = op.attributes.get("rows")
@@ -842,7 +858,7 @@ class _Emitter(WarpgroupStatements):
             exprs[rows_dim] = exprs[rows_dim] + row
             exprs[-1] = exprs[-1] + col
             text = self.smem_offset(exprs, vals, mem.type, extra)
-        return f"{self.name(mem)}[{text}]"
+        return text
 
     def op_frag_load(self, op):
         r, t = op.result, op.result.type
@@ -873,8 +889,8 @@ class _Emitter(WarpgroupStatements):
             row = ix.Const(r0) + (mat % 2) * 8 if count > 1 else ix.Const(r0)
             col = ix.Const(c0) + (mat // 2) * 8 if count > 2 else ix.Const(c0)
             row, col = (row, col + row_in) if transposed else (row + row_in, col)
-            addr = self.tile_point(op, op.mem, row, col, ["irf_lrow", "irf_lmat"])
-            self.line(f"irf_ldmatrix<{count}, {trans}>({name} + {2 * first}, &{addr});")
+            addr = self.smem_address(op.mem, self.tile_offset(op, op.mem, row, col, ["irf_lrow", "irf_lmat"]))
+            self.line(f"irf_ldmatrix<{count}, {trans}>({name} + {2 * first}, {addr});")
         self.depth -= 1
         self.line("}")
 
