@@ -14,6 +14,7 @@ nearest even, floats to integers truncate toward zero, anything to bool is `x !=
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -326,6 +327,12 @@ class Monoid:
         ]
         steps += [CombineStep(f"r{i}", "mul", (f"a{i}", "s")) for i in range(1, width)]
         return "maximum", tuple(steps), tuple(f"r{i}" for i in range(1, width))
+
+    def key_slack(self) -> float | None:
+        """How far a keyed carrier's key may stay below its terms' x (None for monoids without a key): online's
+        exp(x - k) then stay at most 256, far inside float's range, and a fold whose terms stay within it keeps the
+        key and leaves the sums unscaled (flash attention then rescales O only where a row's max leaps)."""
+        return math.log(256.0) if self.name == "online" else None
 
     def component_inputs(self, width: int) -> tuple[frozenset[int], ...]:
         """Which carrier components each component of the combine reads (from either side), by the data flow of

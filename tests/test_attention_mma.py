@@ -98,6 +98,28 @@ def test_causal_chunks_past_the_diagonal_are_not_walked():
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
 
 
+@pytest.mark.parametrize("slope", [1 / 16, -1 / 16])
+def test_a_row_max_that_leaps_in_a_later_chunk_rescales_the_carrier(slope):
+    """flash.py keeps a row's key while its scores stay within the online carrier's slack (exp(x - k) at most 256)
+    and rescales O only where a row's max leaps past it. Scores that grow by 64 a chunk of 64 keys take the
+    rescaling branch in every chunk, scores that fall take it in the first only; both match the loop interpreter."""
+    import numpy as np
+
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=1, queries=64, keys=128, e=16, ev=16, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop")
+    rng = np.random.default_rng(0)
+    k = np.broadcast_to(slope * np.arange(128.0)[:, None], (1, 1, 128, 16))  # score of key j: 16 * slope * j
+    inputs = [np.ones((1, 1, 64, 16)), k, rng.standard_normal((1, 1, 128, 16)), np.zeros((64, 128))]
+    inputs = [x.astype(np.float32) for x in inputs]
+    reference = interpret(m, inputs)
+    run_pipeline(m, "loop-to-tile")
+    assert _on_atoms(m)
+    run_pipeline(m, "tile-to-kernel")
+    assert any(op.results and op.results[0].name_hint == "leaps" for op in m.walk())
+    for i, c in enumerate(compare_outputs(interpret(m, inputs), reference, output_types(m))):
+        assert c.ok, f"output #{i}: {c}"
+
+
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
     """The llm suite's prefill shapes (F1: head dimension 64, F3: 128) at a shorter length: one kernel on mma

@@ -10,8 +10,9 @@ keys and terms come from the tensor cores:
 2. the key `x` of each of the lane's scores (the element's ops on them: scale, a causal mask from indices), on the
    fragment's register tile (the lane's rows by its keys: `fragments.points`);
 3. the join of the carrier's key with each row's largest `x`: the lane's, then across the four lanes holding the
-   row (shuffles);
-4. the carrier's sums read at the new key (the monoid's `keyed_program`: `l · exp(m - k)`, `O · exp(m - k)`), then
+   row (shuffles); a lane whose rows stay within the key's slack (`Monoid.key_slack`) keeps its key;
+4. the carrier's sums read at the new key (the monoid's `keyed_program`: `l · exp(m - k)`, `O · exp(m - k)`; as
+   they are where the key stayed), then
    each element's terms at it: a constant weight's (the `1` of `l`) summed over the row's keys, and for a weight
    that is a factor (V) the product `exp(x - k) · V`: the terms' tile converted to the weights' 16-bit type is,
    16 keys at a time, the `a` fragment of an mma whose `b` is V's slab (an accumulator's lane elements are an `a`
@@ -137,18 +138,32 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     (monoid, _, results) = op.carriers[0]
     join, key_steps, outputs = monoid.keyed_program(len(results))
     row_key = _across_quad(kb, join, kb.reduce(_KIND[join], x, axes=(1,)))
-    key = kb.scalar(join, inits[0], row_key, hint="key")
 
-    def at_key(components: list[Value]) -> list[Value]:
+    def at_key(key: Value, components: list[Value]) -> list[Value]:
         return run_steps(kb, key_steps, outputs, {f"a{i}": v for i, v in enumerate(components)} | {"k": key}, f32)
 
     # 4. the carrier's sums at the new key, plus the chunk's terms
     as_tile = TensorType(f32, loop.vector_shape)
     o_tiles = [kb.reshape(c, as_tile) if isinstance(c.type, FragType) else c for c in inits[1:]]
-    sums = at_key([inits[0], *o_tiles])
+    slack = monoid.key_slack()
+    if slack is None:
+        key = kb.scalar(join, inits[0], row_key, hint="key")
+        sums = at_key(key, [inits[0], *o_tiles])
+    else:
+        # A lane whose rows' largest x stay within the slack of the key keeps the key, and its sums as they are: the
+        # rescale of O (a multiply an element of the tile) runs only in the chunks where a row's max leaps.
+        limit = kb.scalar("add", inits[0], kb.const(slack, f32))
+        leaps = kb.reduce("max", kb.scalar("gt", row_key, limit), hint="leaps")
+        with kb.if_(leaps, [inits[0].type, *(t.type for t in o_tiles)]) as br:
+            with br.then():
+                joined = kb.scalar(join, inits[0], row_key, hint="key")
+                br.yield_(joined, *at_key(joined, [inits[0], *o_tiles]))
+            with br.otherwise():
+                br.yield_(inits[0], *o_tiles)
+        key, *sums = br.results
     # a constant weight as it is; a factor's weight one: its terms are then exp(x - k), the second product's A
     weights = [kb.const(1.0, f32) if w else m.get(y) for w, y in zip(ops.weights, op.yielded[1:])]
-    terms = at_key([x, *weights])
+    terms = at_key(key, [x, *weights])
     out = [key]
     for init, w, s, t in zip(inits[1:], ops.weights, sums, terms):
         if w is None:
