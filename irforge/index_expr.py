@@ -423,6 +423,15 @@ def _linear(e: IndexExpr) -> tuple[dict[IndexExpr, int], int]:
     return {e: 1}, 0
 
 
+def scaled(e: IndexExpr, k: int) -> IndexExpr:
+    """`e * k` with `k` distributed over `e`'s linear terms, so its constant part stays one constant (an address
+    `base + 2 * (x + 8)` prints as `base + x * 2 + 16`, an immediate offset to the CUDA compiler)."""
+    if k == 1:
+        return e
+    terms, const = _linear(e)
+    return _rebuild({a: c * k for a, c in terms.items()}, const * k)
+
+
 def _atom_key(a: IndexExpr):
     ds = a.dims()
     return (min(ds) if ds else -1, not isinstance(a, Dim), str(a))

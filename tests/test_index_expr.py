@@ -59,6 +59,19 @@ def test_evaluate_matches_reference(e, dims):
     assert value_or_zero_division(lambda: e.evaluate(dims)) == value_or_zero_division(lambda: reference(e, dims))
 
 
+@EXAMPLES
+@given(index_exprs(3), points, st.sampled_from([1, 2, 4, -3]))
+def test_scaled_is_multiplication(e, dims, k):
+    expected = value_or_zero_division(lambda: reference(e, dims))
+    if expected != "division by zero":
+        assert reference(ix.scaled(e, k), dims) == expected * k
+
+
+def test_scaled_keeps_constants_together():
+    d0, d1 = ix.Dim(0), ix.Dim(1)
+    assert str(ix.scaled((d0 + 8) * 136 + d1 + 3, 2)) == str(d0 * 272 + d1 * 2 + 2182)
+
+
 def rebuild_simplified(e):
     """The same tree built through the simplifying builders (what Python operators on expressions do)."""
     kids = e.children()

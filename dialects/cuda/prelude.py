@@ -209,6 +209,11 @@ template <typename T, int N> IRF_DEV void irf_store(T* dst, const T (&src)[N]) {
 template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle(I o) {
   return o ^ (((o >> (M + S)) & ((1 << B) - 1)) << M);
 }
+// What the swizzle XORs into a column given its row's part r of the offset (r a multiple of 2^(M + S)):
+// irf_swizzle(r + c) == r + (c ^ irf_swizzle_row(r)) for a column c below 2^(M + S).
+template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle_row(I r) {
+  return ((r >> (M + S)) & ((1 << B) - 1)) << M;
+}
 
 IRF_DEV unsigned irf_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 

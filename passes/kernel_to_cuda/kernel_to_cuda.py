@@ -657,10 +657,10 @@ class _Emitter(WarpgroupStatements):
     def op_smem(self, op):
         pass  # declared at the top of the kernel
 
-    def smem_address(self, mem: Value, off: str) -> str:
-        """The 32-bit shared address of element `off` of `mem` (declared by `smem_declarations`)."""
+    def smem_address(self, mem: Value, byte_offset: str) -> str:
+        """The 32-bit shared address `byte_offset` bytes into `mem` (declared by `smem_declarations`)."""
         base = f"{self.name(mem)}_addr"
-        return base if off == "0" else f"{base} + {mem.type.dtype.bytes}u * ({off})"
+        return base if byte_offset == "0" else f"{base} + {byte_offset}"
 
     def address(self, op, group: str, mem: Value, offset: int = 0) -> str:
         """`&mem[...]`-style pointer expression for an access at `mem[group]`, `offset` elements further (before a
@@ -674,16 +674,31 @@ class _Emitter(WarpgroupStatements):
         off = self.smem_offset(op.exprs(group), op.index_operands, t, offset=offset)
         return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
 
-    def smem_offset(self, exprs, operands, t: SmemType, extra=None, offset: int = 0) -> str:
+    def smem_offset(self, exprs, operands, t: SmemType, extra=None, offset: int = 0, scale: int = 1) -> str:
+        """C text of the (swizzled) element offset of a point of `t`, times `scale` (the element's bytes for an
+        address: distributed over the terms, constant parts stay one immediate)."""
         lin = ix.Const(offset)
         for e, s in zip(exprs, t.strides):
             lin = lin + e * s
         names = [self.name(v) for v in operands]
-        text = c_index(lin, lambda i: names[i] if i < len(names) else extra[i - len(names)])
+        leaf = lambda i: names[i] if i < len(names) else extra[i - len(names)]
         if t.swizzle:
             b, m, s = t.swizzle
-            return f"irf_swizzle<{b}, {m}, {s}>({text})"
-        return text
+            if t.shape[-1] <= 1 << (m + s) and all(st % (1 << (m + s)) == 0 for st in t.strides[:-1]):
+                # Rows of at most 2^(M+S) elements: the swizzle XORs a row's bits into its column, o = r + c goes
+                # to r + (c ^ f(r)); the row part r stays outside (its constants immediates) and f(r) is the
+                # lane's, the same for every column it reads.
+                row = ix.Const(0)
+                for e, st in zip(exprs[:-1], t.strides[:-1]):
+                    row = row + e * st
+                col = c_index(exprs[-1] + offset, leaf)
+                flip = f"irf_swizzle_row<{b}, {m}, {s}>({c_index(row, leaf)})"
+                row_text = c_index(ix.scaled(row, scale), leaf)
+                moved = f"(({col}) ^ {flip})" if scale == 1 else f"{scale} * (({col}) ^ {flip})"
+                return moved if row_text == "0" else f"{row_text} + {moved}"
+            text = f"irf_swizzle<{b}, {m}, {s}>({c_index(lin, leaf)})"
+            return text if scale == 1 else f"{scale} * {text}"
+        return c_index(ix.scaled(lin, scale), leaf)
 
     def runs(self, op, t: TensorType):
         """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements.
@@ -781,7 +796,9 @@ class _Emitter(WarpgroupStatements):
     def op_cp_async(self, op):
         chunk = op.attributes["chunk"]
         nbytes = chunk.numel * chunk.dtype.bytes
-        dst = self.smem_address(op.dst, self.smem_offset(op.exprs("dst_index"), op.index_operands, op.dst.type))
+        t = op.dst.type
+        at = self.smem_offset(op.exprs("dst_index"), op.index_operands, t, scale=t.dtype.bytes)
+        dst = self.smem_address(op.dst, at)
         src = self.address(op, "src_index", op.src)
         self.line(f"irf_cp_async<{nbytes}>({dst}, {src});")
 
@@ -839,8 +856,8 @@ class _Emitter(WarpgroupStatements):
         dimensions past the op's index operands are `extra` names)."""
         return f"{self.name(mem)}[{self.tile_offset(op, mem, row, col, extra)}]"
 
-    def tile_offset(self, op, mem: Value, row, col, extra) -> str:
-        """The element offset in `mem` of `tile_point`'s point."""
+    def tile_offset(self, op, mem: Value, row, col, extra, scale: int = 1) -> str:
+        """The element offset in `mem` of `tile_point`'s point, times `scale` (`smem_offset`)."""
         vals = op.index_operands
         n = len(vals)
         valid = op.attributes.get("rows")
@@ -852,12 +869,12 @@ class _Emitter(WarpgroupStatements):
         if isinstance(mem.type, PtrType):
             e = exprs[0] + row * op.attributes["stride"] + col
             names = [self.name(v) for v in vals]
-            text = c_index(e, lambda i: names[i] if i < n else extra[i - n])
+            text = c_index(ix.scaled(e, scale), lambda i: names[i] if i < n else extra[i - n])
         else:
             rows_dim = op.attributes.get("rows_dim", -2)
             exprs[rows_dim] = exprs[rows_dim] + row
             exprs[-1] = exprs[-1] + col
-            text = self.smem_offset(exprs, vals, mem.type, extra)
+            text = self.smem_offset(exprs, vals, mem.type, extra, scale=scale)
         return text
 
     def op_frag_load(self, op):
@@ -889,7 +906,8 @@ class _Emitter(WarpgroupStatements):
             row = ix.Const(r0) + (mat % 2) * 8 if count > 1 else ix.Const(r0)
             col = ix.Const(c0) + (mat // 2) * 8 if count > 2 else ix.Const(c0)
             row, col = (row, col + row_in) if transposed else (row + row_in, col)
-            addr = self.smem_address(op.mem, self.tile_offset(op, op.mem, row, col, ["irf_lrow", "irf_lmat"]))
+            at = self.tile_offset(op, op.mem, row, col, ["irf_lrow", "irf_lmat"], scale=op.mem.type.dtype.bytes)
+            addr = self.smem_address(op.mem, at)
             self.line(f"irf_ldmatrix<{count}, {trans}>({name} + {2 * first}, {addr});")
         self.depth -= 1
         self.line("}")
