@@ -4,6 +4,8 @@ and faithful (names, origins, literals, launch configuration), and the prelude c
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from irforge.dialects.cuda.ops import CudaKernelOp, ProgramOp
 from irforge.dialects.cuda.prelude import PRELUDE_NAME, prelude_functions
 from irforge.dialects.kernel import examples
@@ -222,3 +224,48 @@ def test_every_scalar_op_and_cast_program_simulates_and_compiles():
     include = f'#include "{PRELUDE_NAME}"'
     unit = include + "\n" + "\n".join(s.replace(include, "") for s in sources)
     compile_cuda(unit, "every_scalar_op", arch="sm_90a")
+
+
+def _c_value(text: str, names: dict[str, int]) -> int:
+    """The value of an emitted C index expression (non-negative operands: `/` and `%` are Python's `//` and `%`)."""
+    import re
+
+    def swizzle(b, m, s, o):
+        return o ^ (((o >> (m + s)) & ((1 << b) - 1)) << m)
+
+    def swizzle_row(b, m, s, r):
+        return ((r >> (m + s)) & ((1 << b) - 1)) << m
+
+    py = re.sub(r"irf_swizzle(_row)?<(\d+), (\d+), (\d+)>\(", r"swizzle\1(\2, \3, \4, ", text).replace("/", "//")
+    return eval(py, {"swizzle": swizzle, "swizzle_row": swizzle_row}, dict(names))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([(3, 3, 3), (2, 3, 3), (1, 3, 3), (3, 4, 3), (2, 2, 3), (3, 3, 4)]),
+    st.integers(1, 3),
+    st.integers(2, 9),
+    st.sampled_from([1, 2, 4]),
+    st.integers(0, 3),
+    st.data(),
+)
+def test_shared_offsets_in_c_are_the_swizzled_offsets(swizzle, rank, col_log2, scale, leading, data):
+    """`smem_offset_text`, evaluated as C evaluates it, is the swizzled row-major offset times `scale` at random
+    points: for every index rank given (the leading dimensions only, as a TMA box's slot), with and without an
+    extra offset, whether or not the rows are short enough for the row/column split."""
+    from irforge.passes.kernel_to_cuda.kernel_to_cuda import smem_offset_text
+
+    from irforge import index_expr as ix
+
+    shape = (*(3, 5, 8)[: rank - 1], 1 << col_log2)
+    t = SmemType(ScalarType("bf16"), shape, swizzle)
+    n = min(leading, rank) or rank
+    offset = data.draw(st.sampled_from([0, 0, 8]))
+    point = [data.draw(st.integers(0, d - 1)) for d in shape[:n]]
+    exprs = [ix.Dim(i) * 1 + 0 for i in range(n)]
+    names = {f"d{i}": v for i, v in enumerate(point)}
+    text = smem_offset_text(exprs, t, lambda i: f"d{i}", offset=offset, scale=scale)
+    linear = sum(p * s for p, s in zip(point, t.strides)) + offset
+    b, m, s = swizzle
+    want = scale * (linear ^ (((linear >> (m + s)) & ((1 << b) - 1)) << m))
+    assert _c_value(text, names) == want, text

@@ -189,6 +189,33 @@ def c_index(e: ix.IndexExpr, leaf) -> str:
     return f"{lhs} {sym} {rhs}"
 
 
+def smem_offset_text(exprs, t: SmemType, leaf, offset: int = 0, scale: int = 1) -> str:
+    """C text of the (swizzled) element offset `offset` past the point `exprs` (one per dimension of `t`, or fewer:
+    the leading ones) of shared buffer `t`, times `scale` (the element's bytes for an address: distributed over the
+    terms, so that constant parts stay one immediate); `leaf(i)` names dimension i of the expressions."""
+    lin = ix.Const(offset)
+    for e, s in zip(exprs, t.strides):
+        lin = lin + e * s
+    if not t.swizzle:
+        return c_index(ix.scaled(lin, scale), leaf)
+    b, m, s = t.swizzle
+    rows_of_columns = offset == 0 and len(exprs) == len(t.shape) and t.shape[-1] <= 1 << (m + s)
+    if rows_of_columns and all(st % (1 << (m + s)) == 0 for st in t.strides[:-1]):
+        # Rows of at most 2^(M+S) elements: the swizzle XORs a row's bits into its column, o = r + c goes to
+        # r + (c ^ f(r)); the row part r stays outside (its constants immediates) and f(r) is the lane's, the same
+        # for every column it reads.
+        row = ix.Const(0)
+        for e, st in zip(exprs[:-1], t.strides[:-1]):
+            row = row + e * st
+        flip = f"irf_swizzle_row<{b}, {m}, {s}>({c_index(row, leaf)})"
+        moved = f"(({c_index(exprs[-1], leaf)}) ^ {flip})"
+        moved = moved if scale == 1 else f"{scale} * {moved}"
+        row_text = c_index(ix.scaled(row, scale), leaf)
+        return moved if row_text == "0" else f"{row_text} + {moved}"
+    text = f"irf_swizzle<{b}, {m}, {s}>({c_index(lin, leaf)})"
+    return text if scale == 1 else f"{scale} * {text}"
+
+
 def _numel(t) -> int:
     if isinstance(t, TensorType):
         return t.numel
@@ -675,30 +702,9 @@ class _Emitter(WarpgroupStatements):
         return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
 
     def smem_offset(self, exprs, operands, t: SmemType, extra=None, offset: int = 0, scale: int = 1) -> str:
-        """C text of the (swizzled) element offset of a point of `t`, times `scale` (the element's bytes for an
-        address: distributed over the terms, constant parts stay one immediate)."""
-        lin = ix.Const(offset)
-        for e, s in zip(exprs, t.strides):
-            lin = lin + e * s
         names = [self.name(v) for v in operands]
         leaf = lambda i: names[i] if i < len(names) else extra[i - len(names)]
-        if t.swizzle:
-            b, m, s = t.swizzle
-            if t.shape[-1] <= 1 << (m + s) and all(st % (1 << (m + s)) == 0 for st in t.strides[:-1]):
-                # Rows of at most 2^(M+S) elements: the swizzle XORs a row's bits into its column, o = r + c goes
-                # to r + (c ^ f(r)); the row part r stays outside (its constants immediates) and f(r) is the
-                # lane's, the same for every column it reads.
-                row = ix.Const(0)
-                for e, st in zip(exprs[:-1], t.strides[:-1]):
-                    row = row + e * st
-                col = c_index(exprs[-1] + offset, leaf)
-                flip = f"irf_swizzle_row<{b}, {m}, {s}>({c_index(row, leaf)})"
-                row_text = c_index(ix.scaled(row, scale), leaf)
-                moved = f"(({col}) ^ {flip})" if scale == 1 else f"{scale} * (({col}) ^ {flip})"
-                return moved if row_text == "0" else f"{row_text} + {moved}"
-            text = f"irf_swizzle<{b}, {m}, {s}>({c_index(lin, leaf)})"
-            return text if scale == 1 else f"{scale} * {text}"
-        return c_index(ix.scaled(lin, scale), leaf)
+        return smem_offset_text(exprs, t, leaf, offset, scale)
 
     def runs(self, op, t: TensorType):
         """(run, [(address, tile positions)]) of a tile access: one vector access per run of contiguous elements.
