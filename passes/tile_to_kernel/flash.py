@@ -145,22 +145,17 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     # 4. the carrier's sums at the new key, plus the chunk's terms
     as_tile = TensorType(f32, loop.vector_shape)
     o_tiles = [kb.reshape(c, as_tile) if isinstance(c.type, FragType) else c for c in inits[1:]]
-    slack = monoid.key_slack()
-    if slack is None:
-        key = kb.scalar(join, inits[0], row_key, hint="key")
-        sums = at_key(key, [inits[0], *o_tiles])
-    else:
-        # A lane whose rows' largest x stay within the slack of the key keeps the key, and its sums as they are: the
-        # rescale of O (a multiply an element of the tile) runs only in the chunks where a row's max leaps.
-        limit = kb.scalar("add", inits[0], kb.const(slack, f32))
-        leaps = kb.reduce("max", kb.scalar("gt", row_key, limit), hint="leaps")
-        with kb.if_(leaps, [inits[0].type, *(t.type for t in o_tiles)]) as br:
-            with br.then():
-                joined = kb.scalar(join, inits[0], row_key, hint="key")
-                br.yield_(joined, *at_key(joined, [inits[0], *o_tiles]))
-            with br.otherwise():
-                br.yield_(inits[0], *o_tiles)
-        key, *sums = br.results
+    # A lane whose rows' largest x stay within the key's slack keeps the key, and its sums as they are: the rescale
+    # of O (a multiply an element of the tile) runs only in the chunks where a row's max leaps.
+    limit = kb.scalar("add", inits[0], kb.const(monoid.key_slack(), f32))
+    leaps = kb.reduce("max", kb.scalar("gt", row_key, limit), hint="leaps")
+    with kb.if_(leaps, [inits[0].type, *(t.type for t in o_tiles)]) as br:
+        with br.then():
+            joined = kb.scalar(join, inits[0], row_key, hint="key")
+            br.yield_(joined, *at_key(joined, [inits[0], *o_tiles]))
+        with br.otherwise():
+            br.yield_(inits[0], *o_tiles)
+    key, *sums = br.results
     # a constant weight as it is; a factor's weight one: its terms are then exp(x - k), the second product's A
     weights = [kb.const(1.0, f32) if w else m.get(y) for w, y in zip(ops.weights, op.yielded[1:])]
     terms = at_key(key, [x, *weights])
