@@ -50,17 +50,24 @@ def test_contractions_reach_cuda_without_spilling(module):
 
 
 @pytest.mark.parametrize(
-    "dtype, m, n, k, w_transposed",
-    [(f32, 32, 32, 64, True), (f16, 32, 128, 2048, True), (f16, 512, 5632, 64, False)],
-    ids=["f32-register-tiles", "f16-split-k-on-mma", "f16-silu-on-mma"],
+    "dtype, m, n, k, w_transposed, silu",
+    [
+        (f32, 32, 32, 64, True, False),
+        (f16, 32, 128, 2048, True, False),
+        (f16, 512, 5632, 64, False, True),
+        (f16, 2048, 2048, 2048, True, True),
+    ],
+    ids=["f32-register-tiles", "f16-split-k-on-mma", "f16-silu-on-mma", "f16-silu-warp-specialized"],
 )
-def test_small_contractions_compile_without_spilling(dtype, m, n, k, w_transposed):
+def test_small_contractions_compile_without_spilling(dtype, m, n, k, w_transposed, silu):
     """Regressions (the test above drew them):
     - x [32, 64] @ wᵀ in f32, one block of 16 threads holding 8 x 8 register tiles: ptxas capped it at 168 registers
       under a bare `__launch_bounds__(16)` and spilled 36 stores;
     - x [32, 2048] (f32 cast to f16) @ wᵀ [128, 2048] split over K on mma atoms: 72 registers, 4 spill stores;
     - silu(x [512, 64] @ w [64, 5632]) in f16 on mma (w not K-major): its epilogue, SiLU over 128 accumulators a
-      thread computed op by op into arrays of their own, spilled 128 stores.
+      thread computed op by op into arrays of their own, spilled 128 stores;
+    - silu(x [2048, 2048] @ wᵀ) in f16 on wgmma with a producer warpgroup: the same epilogue in the consumers'
+      branch (232 registers) spilled 324 bytes.
     A kernel with a register tile or tensor-core fragments now says one block a multiprocessor suffices, and an
     epilogue's elementwise chain is computed element by element in one loop."""
     from irforge.passes.torch_to_tensor.common import matmul
@@ -69,11 +76,11 @@ def test_small_contractions_compile_without_spilling(dtype, m, n, k, w_transpose
         a = x if x.type.dtype == dtype else b.cast(x, dtype)
         w = b.param("w", tensor(dtype, *((n, k) if w_transposed else (k, n))))
         y = matmul(b, a, w, w_transposed=w_transposed, out_dtype=f32)
-        if m == 512:
+        if silu:
             y = b.ew("mul", y, b.ew("sigmoid", y))
         return [b.cast(y, dtype)]
 
-    module = tensor_module([tensor(dtype if m == 512 else f32, m, k)], ["x"], build)
+    module = tensor_module([tensor(dtype if silu else f32, m, k)], ["x"], build)
     run_pipeline(module, "tensor-to-loop,loop-to-tile")
     usage = _compiled(module)
     _assert_no_spills(usage)

@@ -254,15 +254,16 @@ def _holds_fragments(k) -> bool:
 
 
 def _chained(op) -> bool:
-    """Whether an elementwise math op of a tensor-core kernel's epilogue (at the kernel's top level) has a tile read
-    by one elementwise op of the same shape (math or a cast), element by element: it can be computed inside that
-    op's element instead of into an array of its own (a user it broadcasts to would compute it again for each of
-    its elements). Elsewhere the arrays stay: ptxas scheduled inlined chains worse inside a SIMT attention's loops
-    (2564 spill stores where the arrays had none), in a split attention's combine (16) and in a warp-specialized
-    product's consumer branch (1070 where 288)."""
+    """Whether an elementwise math op of a tensor-core kernel's epilogue (outside every loop: at the kernel's top
+    level or in a warp-specialized consumer's branch) has a tile read by one elementwise op of the same shape (math
+    or a cast), element by element: it can be computed inside that op's element instead of into an array of its own
+    (a user it broadcasts to would compute it again for each of its elements). A consumer's 128-register accumulator
+    and a SiLU's 128 sigmoids as arrays spilled 324 bytes at 232 registers; chained, none. Inside loops the arrays
+    stay: ptxas scheduled inlined chains worse in a SIMT attention's loops (2564 spill stores where the arrays had
+    none)."""
     users = op.result.users
     return (
-        isinstance(op.parent_op, K.KernelFuncOp)
+        not any(isinstance(p, K.ForOp) for p in op.ancestors())
         and len(op.result.uses) == 1
         and isinstance(users[0], (K.ScalarMathOp, K.CastOp))
         and users[0].parent is op.parent
