@@ -419,8 +419,11 @@ class _Emitter(WarpgroupStatements):
         # Buffers that cp.async writes or ldmatrix reads take 32-bit shared addresses (`{name}_addr`): NVRTC keeps a
         # generic pointer's offsets in 64 bits (nvcc narrows them), which costs F3's attention kernel 9 registers
         # and a tenth of its loop's instructions.
-        addressed = {op.dst for op in self.k.walk() if isinstance(op, K.CpAsyncOp)}
-        addressed |= {op.mem for op in self.k.walk() if isinstance(op, K.LdmatrixOp)}
+        addressed = {
+            op.dst if isinstance(op, K.CpAsyncOp) else op.mem
+            for op in self.k.walk()
+            if isinstance(op, (K.CpAsyncOp, K.LdmatrixOp))
+        }
         static, offset = 0, 0
         for op in self.k.body.ops:
             if not isinstance(op, K.SmemOp):
