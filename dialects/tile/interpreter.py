@@ -257,27 +257,32 @@ class Launch:
                 env[r] = np.where(mask, c.reshape(self.N), env[v])
 
     # ---- memory -------------------------------------------------------------------------------------------------
-    def _subscripts(self, op, env: dict, mask: np.ndarray, shape, what: str) -> tuple:
+    def _subscripts(self, op, env: dict, mask: np.ndarray, shape, what: str, compact: bool = False) -> tuple:
+        """Each subscript of `op` as an array broadcast to the iteration space (zero where masked off), checked
+        against `shape`. `compact`: under a full mask, left unbroadcast (the caller broadcasts what it gathers)."""
         values = {v: self.get(env, v, mask) for v in op.indices}
+        # Under a full mask the subscripts are checked and used before broadcasting: they are mostly far smaller
+        # than the iteration space (a thread's subscript does not vary along every loop around it).
+        full = mask.size > 0 and bool(mask.all())
         idx = []
         for k, (e, size) in enumerate(zip(op.index_exprs(), shape)):
-            i = np.broadcast_to(np.asarray(e.evaluate(values), dtype=np.int64), mask.shape)
-            live = i[mask]
+            i = np.asarray(e.evaluate(values), dtype=np.int64)
+            live = i if full else np.broadcast_to(i, mask.shape)[mask]
             if live.size and (live.min() < 0 or live.max() >= size):
                 bad = int(live.min()) if live.min() < 0 else int(live.max())
                 raise error(f"{what} out of bounds: subscript {k} reaches {bad} in a dimension of size {size}", op.loc)
-            idx.append(np.where(mask, i, 0))
+            idx.append((i if compact else np.broadcast_to(i, mask.shape)) if full else np.where(mask, i, 0))
         return tuple(idx)
 
     def load(self, op: LoadOp, env: dict, mask: np.ndarray) -> np.ndarray:
         src = env.get(op.buffer)
         if isinstance(src, _Staged):
-            idx = self._subscripts(op, env, mask, src.data.shape[1:], "load from the staged box")
+            idx = self._subscripts(op, env, mask, src.data.shape[1:], "load from the staged box", compact=True)
             block = self.block_of.reshape((self.N,) + (1,) * (mask.ndim - 1))
-            return src.data[(block, *idx)]
+            return np.broadcast_to(src.data[(block, *idx)], mask.shape)
         buf = self.buffers[op.buffer]
-        idx = self._subscripts(op, env, mask, buf.shape, "load")
-        return buf[idx] if buf.ndim else np.broadcast_to(buf, mask.shape)
+        idx = self._subscripts(op, env, mask, buf.shape, "load", compact=True)
+        return np.broadcast_to(buf[idx] if buf.ndim else buf, mask.shape)
 
     def store(self, op: StoreOp, env: dict, mask: np.ndarray) -> None:
         buf = self.buffers[op.buffer]
