@@ -80,14 +80,14 @@ def test_attention_on_mma_atoms_matches_the_loop_interpreter(dtype, kv_heads, gr
 
 def test_causal_chunks_past_the_diagonal_are_not_walked():
     """The loop over key chunks runs to the last chunk the causal mask leaves an element of (`masked.chunk_trips`):
-    its trip count is a value counted before it (the first block of 128 queries walks 2 chunks of the 4), not the
+    its trip count is a value counted before it (the first block of 128 queries walks 1 chunk of the 4), not the
     static extent, and the simulator agrees with the loop interpreter."""
     import re
 
     from irforge.printer import print_module
 
     m = loopgen.attention_module(
-        batch=1, kv_heads=1, group=1, queries=256, keys=256, e=16, ev=16, mask="causal", dtype=bf16
+        batch=1, kv_heads=1, group=1, queries=512, keys=512, e=16, ev=16, mask="causal", dtype=bf16
     )
     run_pipeline(m, "tensor-to-loop")
     reference = interpret(m, seed=0)

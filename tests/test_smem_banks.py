@@ -173,7 +173,7 @@ def test_slabs_of_a_contraction_on_mma_atoms_are_weighed_as_ldmatrix_reads():
     from irforge.pass_manager import run_pipeline
     from irforge.types import bf16
 
-    m = loopgen.attention_module(batch=1, kv_heads=1, group=1, queries=64, keys=128, e=64, ev=64, dtype=bf16)
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=1, queries=64, keys=256, e=64, ev=64, dtype=bf16)
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
     (k,) = [s for s in m.walk() if isinstance(s, T.StageOp) and s.operands[0].name_hint == "k"]
     assert k.attributes["swizzle"] == (3, 3, 3)

@@ -100,18 +100,22 @@ DECODE_MIN_SHARE_KEYS = 8
 # (bench/results/attention_mma-h100-2026-11-26/ab): head dimension 128 (F3) 272 -> 220 us with 32 rows; 64 (F1,
 # F2) 22 -> 25 and 132 -> 147 us, its smaller tiles leaving room for more blocks a multiprocessor. Chunks of
 # ATTENTION_MMA_KEYS keys, halved while a lane's scores and O (warp rows x (keys + head dimension) / 32 values)
-# exceed ATTENTION_MMA_REGISTERS.
+# exceed ATTENTION_MMA_REGISTERS: at head dimension 64, 128 keys a chunk over 64 halve the chunks' fixed cost (the
+# waits, barriers and row max/sum shuffles), F2 97.6 -> 90.5 us, F1 18.0 -> 17.6 (167 registers, no spill); at
+# 128, 32-row warps keep 32 (bench/results/attention_keys-h100-2026-11-27).
 ATTENTION_MMA_WARPS = 4
 ATTENTION_MMA_WARP_ROWS = 32
 ATTENTION_MMA_NARROW_HEAD = 64
-ATTENTION_MMA_KEYS = 64
+ATTENTION_MMA_KEYS = 128
 ATTENTION_MMA_REGISTERS = 160
 # ... its K/V rings as deep as leave shared memory for ATTENTION_MMA_BLOCKS_PER_SM blocks a multiprocessor (a
 # block's four warps alone leave it idle at every shuffle and wait: F3, head dimension 128, in rings of 3 fit one
 # block a multiprocessor, 6% occupancy under ncu in bench/results/attention_mma-h200-2026-11-26). Sizing them for
 # the 4 blocks its registers allow at head dimension 64 (rings of 2) ran F1 and F2 no faster than rings of 3
-# (bench/results/attention_exp2-h100-2026-11-26).
-ATTENTION_MMA_BLOCKS_PER_SM = 2
+# (bench/results/attention_exp2-h100-2026-11-26). With chunks of 128 keys, sized for 3 (rings of 2: 74 KB a
+# block, as many as its 167 registers allow): F2 90.5 -> 89.1 us, F1 17.6 -> 16.8; F3 (rings of 2 for 3, though
+# its registers allow 2) 177.6 -> 174.7 (bench/results/attention_keys-h100-2026-11-27).
+ATTENTION_MMA_BLOCKS_PER_SM = 3
 # Decode attention of a KV head's few query rows (a GQA group of 4 to 8 heads at one position: `fragments.TOP_ROWS`)
 # runs on the atoms' top halves (`dialects/kernel/fragments.py`): a warp a block, its keys split over blocks toward
 # DECODE_MMA_BLOCKS_PER_SM blocks a multiprocessor, shares of ATTENTION_MIN_SHARE chunks at least (streaming the
