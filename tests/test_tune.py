@@ -141,6 +141,19 @@ def test_the_winner_is_never_slower_than_the_heuristic(tmp_path):
     assert r.winner.point == {} and r.winner.median_s == pytest.approx(1e-6) == r.baseline.median_s
 
 
+@pytest.mark.parametrize("edge, wins", [(0.99, False), (0.9, True)])
+def test_a_point_replaces_the_heuristics_only_by_a_margin(tmp_path, edge, wins):
+    """Every point takes 1 us but the best (64 threads per block), which takes `edge` of that: 1% faster is within
+    the noise of a GPU's timings and the heuristic's point stays the winner; 10% faster replaces it."""
+    from irforge.tune.tuner import WIN_MARGIN
+
+    assert 1 - 0.9 > WIN_MARGIN > 1 - 0.99
+    (r,) = tune(tmp_path, None, [("ew", EW)], budget=60, patience=1000, seconds=600, FAKE_BEST_EDGE=edge)
+    assert r.status == "tuned" and any(c.median_s == pytest.approx(edge * 1e-6) for c in r.confirmed)
+    want = {"tile-blockify": {"threads": 64}} if wins else {}
+    assert r.winner.point == want and r.winner.phase == "confirm"
+
+
 def test_the_search_spends_its_candidates_on_the_tensor_cores(tmp_path):
     """The llm suite's L1 (bf16 512 x 2048 x 2560), whose heuristic schedule runs on wgmma: the first 16 points the
     search proposes (the cost model standing in for the GPU) stay on the tensor cores. The prior ranks a partly

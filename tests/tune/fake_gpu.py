@@ -5,7 +5,8 @@ processes by the tests (the tests put this folder on their PYTHONPATH).
 runs them). `prepare` and `measure` time nothing: a program's time comes from its launch shape, best at
 `BEST_THREADS` threads per block (`FAKE_BEST_THREADS` moves it), so a search has a known best. With
 `FAKE_RANK_LIES` the short ranking measurement shows every other launch shape 10x faster than it is (the longer
-confirming one tells the truth), as noise can. Planted failures, each once per run (a marker file in `FAKE_DIR`
+confirming one tells the truth), as noise can; with `FAKE_BEST_EDGE` every point takes 1 us but the best, which
+takes that fraction of it. Planted failures, each once per run (a marker file in `FAKE_DIR`
 remembers, as a real hung kernel would fail once): a program of `FAKE_HANG_THREADS` threads per block hangs, one of
 `FAKE_DIE_THREADS` kills its process (as a fault takes the CUDA context down), one of `FAKE_WRONG_THREADS` returns a
 wrong result.
@@ -47,6 +48,9 @@ def best_threads() -> int:
 
 
 def fake_seconds(threads: int) -> float:
+    edge = os.environ.get("FAKE_BEST_EDGE")
+    if edge:  # a flat landscape: the best point only this fraction of every other's time
+        return (float(edge) if threads == best_threads() else 1.0) * 1e-6
     return (1 + abs(threads.bit_length() - best_threads().bit_length())) * 1e-6
 
 
