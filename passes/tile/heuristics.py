@@ -74,7 +74,10 @@ DECODE_BUSY_LANE_OUTPUTS = 8
 # Decode attention's K/V rings take DECODE_RING slots where its blocks number DECODE_RING_BLOCKS_PER_SM a
 # multiprocessor or more (more than fit at once with rings of RING: 9 of F4's): more of them resident beat a
 # deeper ring, F4 55 -> 52 us, F6 116 -> 113 us. Fewer blocks keep rings of RING, every chunk's copy in flight
-# at once (TinyLlama's decode step, 16 blocks on a 48-key cache: 1.10 -> 1.17 ms on rings of 2).
+# at once (TinyLlama's decode step, 16 blocks on a 48-key cache: 1.10 -> 1.17 ms on rings of 2). Decode attention
+# on the atoms' top halves (`fragments.TOP_ROWS`: one-warp blocks split toward DECODE_MMA_BLOCKS_PER_SM a
+# multiprocessor) takes DECODE_RING too: F6 56.8 -> 54.8 us, F4 30.2 -> 29.7, F5 11.9 -> 11.8 against rings of 3
+# (bench/results/decode_rings-h100-2026-11-27).
 DECODE_RING = 2
 DECODE_RING_BLOCKS_PER_SM = 8
 # Attention's keys are split across blocks (flash-decoding) toward ATTENTION_WARPS_PER_SM warps a multiprocessor:
@@ -626,11 +629,11 @@ class Heuristic:
 
     def ring(self, kernel: T.KernelOp, stage: T.StageOp) -> int:
         """Buffers a stage in a loop cycles through: RING; DECODE_RING in decode attention (`_decode_attention`) of
-        many blocks; SPLIT_WGMMA_RING for one warpgroup's 64 x 64 tiles split over K; WGMMA_WIDE_RING for the slabs
-        of a wide wgmma tile (over all its carriers' columns: `_wgmma_columns`), as many as fit the block's shared
-        memory up to WAVE_RING for one warpgroup's wide tile (a block a multiprocessor, its warps waiting on the
-        copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6 in
-        bench/results/wave_tiles-h100-2026-11-26/rings)."""
+        many blocks and in decode attention on the atoms' top halves; SPLIT_WGMMA_RING for one warpgroup's 64 x 64
+        tiles split over K; WGMMA_WIDE_RING for the slabs of a wide wgmma tile (over all its carriers' columns:
+        `_wgmma_columns`), as many as fit the block's shared memory up to WAVE_RING for one warpgroup's wide tile (a
+        block a multiprocessor, its warps waiting on the copies: L1 0.69x -> 0.71x of cuBLAS, L8 0.67x -> 0.70x at 6
+        in bench/results/wave_tiles-h100-2026-11-26/rings)."""
         loops = _wgmma_loops(kernel)
         slabs = fragments.descriptor_stages(kernel)
         blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
@@ -639,6 +642,8 @@ class Heuristic:
             if attention is not None and _decode_attention(attention):
                 return DECODE_RING
         if _attention_on_atoms(kernel):
+            if any(_recomputes_a_in(r) and _tensorized_tile(r) in fragments.TOP_ROWS for r in _reductions(kernel)):
+                return DECODE_RING
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
             size = {
                 st: math.prod(st.box)
@@ -848,6 +853,10 @@ def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:
     its chunks (the lengths a cache is compiled for, prompt plus new tokens, rarely factor into SPLITS), each
     share two chunks at least (tile-split-reduce's rule)."""
     return max((s for s in range(2, trips) if trips % s == 0 and blocks * s <= sms), default=1)
+
+
+def _reductions(kernel: T.KernelOp) -> list[T.ReduceOp]:
+    return [r for r in kernel.walk() if isinstance(r, T.ReduceOp)]
 
 
 def _tensorized_tile(reduce: T.ReduceOp) -> int:

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PATH=/opt/torch/.venv/bin:$PATH
+python -m pip install -q --no-index --no-deps --target /tmp/site .dev/lark*.whl 2>/dev/null
+python -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
+export IRFORGE_GIT_REV=$(cat .dev/rev)
+R=/tmp/res; mkdir -p $R
+trap 'cd /tmp && tar czf $OUT/res.tgz res' EXIT
+t0=$(date +%s)
+base=$(sed 's/#.*//' pipelines/loop-to-tile.pipeline | tr -d ' \n'); P="torch-to-tensor,tensor-to-loop,$base,tile-to-kernel,kernel-to-cuda"
+V() { local p="$P"; while [ $# -gt 0 ]; do p="${p/$1/$1\{$2\}}"; shift 2; done; echo "$p"; }
+timeout 300 python -m irforge.tools.cli bench --suite llm --cases "F4,F6,F5" --systems eager,irforge \
+  --variant "s8=$(V tile-split-reduce splits=8)" --variant "s16=$(V tile-split-reduce splits=16)" --variant "s2=$(V tile-split-reduce splits=2)" \
+  --variant "r2=$(V tile-multi-buffer stages=2)" --variant "r4=$(V tile-multi-buffer stages=4)" --variant "s8r2=$(V tile-split-reduce splits=8 tile-multi-buffer stages=2)" \
+  -o $R/decode > $R/decode.log 2>&1
+grep -A6 "^| case" $R/decode/llm.md | cut -c1-900
+echo "total $(( $(date +%s) - t0 )) s"
