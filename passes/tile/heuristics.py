@@ -642,7 +642,8 @@ class Heuristic:
             if attention is not None and _decode_attention(attention):
                 return DECODE_RING
         if _attention_on_atoms(kernel):
-            if any(_recomputes_a_in(r) and _tensorized_tile(r) in fragments.TOP_ROWS for r in _reductions(kernel)):
+            top = (r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _tensorized_tile(r) in fragments.TOP_ROWS)
+            if any(_recomputes_a_in(r) for r in top):
                 return DECODE_RING
             stages = [st for st in kernel.walk() if isinstance(st, T.StageOp)]
             size = {
@@ -853,10 +854,6 @@ def _decode_attention_splits(blocks: int, trips: int, sms: int) -> int:
     its chunks (the lengths a cache is compiled for, prompt plus new tokens, rarely factor into SPLITS), each
     share two chunks at least (tile-split-reduce's rule)."""
     return max((s for s in range(2, trips) if trips % s == 0 and blocks * s <= sms), default=1)
-
-
-def _reductions(kernel: T.KernelOp) -> list[T.ReduceOp]:
-    return [r for r in kernel.walk() if isinstance(r, T.ReduceOp)]
 
 
 def _tensorized_tile(reduce: T.ReduceOp) -> int:
