@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PATH=/opt/torch/.venv/bin:$PATH
+python -m pip install -q --no-index --no-deps --target /tmp/site .dev/lark*.whl 2>/dev/null
+python -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
+export IRFORGE_GIT_REV=$(cat .dev/rev)
+R=/tmp/res; mkdir -p $R
+trap 'cd /tmp && tar czf $OUT/res.tgz res' EXIT
+t0=$(date +%s)
+base=$(sed 's/#.*//' pipelines/loop-to-tile.pipeline | tr -d ' \n'); P="torch-to-tensor,tensor-to-loop,$base,tile-to-kernel,kernel-to-cuda"
+V() { local p="$P"; while [ $# -gt 0 ]; do p="${p/$1/$1\{$2\}}"; shift 2; done; echo "$p"; }
+B() { local out=$1 cases=$2; shift 2; timeout 250 python -m irforge.tools.cli bench --suite llm --cases "$cases" --systems eager,irforge "$@" -o $R/$out > $R/$out.log 2>&1; grep -A8 "^| case" $R/$out/llm.md | cut -c1-900; echo "$out done at $(( $(date +%s) - t0 )) s"; }
+B wide "L2,L7,L9,L3" --variant "bn128=$(V tile-blockify bn=128)" --variant "bn256=$(V tile-blockify bn=256)" --variant "r3=$(V tile-multi-buffer stages=3)"
+B dec "F4,F6" --variant "k128=$(V tile-chunk-reduce bk=128)" --variant "k32=$(V tile-chunk-reduce bk=32)"
+echo "total $(( $(date +%s) - t0 )) s"
