@@ -1,10 +1,5 @@
 #!/usr/bin/env bash
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PATH=/opt/torch/.venv/bin:$PATH
-python -m pip install -q --no-index --no-deps --target /tmp/site .dev/lark*.whl 2>/dev/null
-python -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
-export IRFORGE_GIT_REV=$(cat .dev/rev)
-R=/tmp/res; mkdir -p $R
-trap 'cd /tmp && tar czf $OUT/res.tgz res' EXIT
+R=${OUT_DIR:-results}; mkdir -p $R  # on a GPU machine, irforge installed
 t0=$(date +%s)
 base=$(sed 's/#.*//' pipelines/loop-to-tile.pipeline | tr -d ' \n'); P="torch-to-tensor,tensor-to-loop,$base,tile-to-kernel,kernel-to-cuda"
 V() { local p="$P"; while [ $# -gt 0 ]; do p="${p/$1/$1\{$2\}}"; shift 2; done; echo "$p"; }

@@ -1,10 +1,5 @@
 #!/usr/bin/env bash
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PATH=/opt/torch/.venv/bin:$PATH
-python -m pip install -q --no-index --no-deps --target /tmp/site .dev/lark*.whl 2>/dev/null
-python -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null 2>&1
-export IRFORGE_GIT_REV=$(cat .dev/rev)
-R=/tmp/res; mkdir -p $R
-trap 'cd /tmp && tar czf $OUT/res.tgz res' EXIT
+R=${OUT_DIR:-results}; mkdir -p $R  # on a GPU machine, irforge installed
 t0=$(date +%s)
 S="--section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats --section ComputeWorkloadAnalysis --section SchedulerStats --section InstructionStats"
 timeout 150 ncu $S -k regex:k_matmul -c 1 python -m irforge.tools.cli bench --suite seed84 --cases matmul.QW.q.s128 --systems eager,irforge --reps 3 -o $R/n1 > $R/ncu_matmul_qw_q_s128.txt 2>&1
