@@ -64,6 +64,13 @@ ROW_LANE_OUTPUTS = 32
 # 18.9 -> 9.8 (512), 22.6 -> 12.1 (2048); head dimension 128 already takes 32 (7 rows: a warp's worth).
 DECODE_ROWS = 16
 DECODE_LANE_OUTPUTS = 4
+# ... and a prefill band of more rows whose rows times lanes come under ROW_FILL_THREADS_PER_SM threads a
+# multiprocessor doubles its lanes, up to ROW_FILL_LANES and DECODE_LANE_OUTPUTS columns a lane: its rows alone
+# leave the GPU short of threads. seed84's f32 attention (bench/results/attention_lanes-h100-2026-11-27): 1024 rows
+# at head dimension 64, 2 -> 16 lanes, 8.7 -> 6.0 us; 4096 rows, 2 -> 8 lanes, 17.7 -> 16.0; 3584 rows at 128,
+# 4 -> 8 lanes, 26.1 -> 22.7; 16384 rows keep 2 (82 us, 137 on 4).
+ROW_FILL_THREADS_PER_SM = 192
+ROW_FILL_LANES = 16
 # ... unless the batch's rows (every sequence's query heads) number DECODE_BUSY_ROWS_PER_SM a multiprocessor or more:
 # the blocks then keep the multiprocessors busy, and the instructions a key costs set the time, so a lane takes
 # DECODE_BUSY_LANE_OUTPUTS columns (fewer lanes, fewer shuffle rounds a score). F4 (32 sequences x 32 heads, d 64)
@@ -321,7 +328,8 @@ class Heuristic:
         factor a reduction computes in the element: the scores); 1 for any other, or where a thread holds the
         whole row. Enough lanes that each holds at most ROW_LANE_OUTPUTS columns of the row (DECODE_LANE_OUTPUTS
         in a band of DECODE_ROWS rows at most, DECODE_BUSY_LANE_OUTPUTS where the batch's rows keep every
-        multiprocessor busy), its slice of the scores' reduction as long, then more while the
+        multiprocessor busy), its slice of the scores' reduction as long; more at prefill while all the rows times
+        the lanes come under ROW_FILL_THREADS_PER_SM a multiprocessor; then more while the
         block's rows times the lanes would leave a warp partly empty (the lanes' shuffles need whole warps), at
         most a warp and one column a lane."""
         if not _recomputes_a(band) or self.attention_atom(kernel, band, band.ivs[m_dim], band.ivs[n_dim]):
@@ -334,6 +342,12 @@ class Heuristic:
         lanes = 1
         while n // lanes > most and n % (2 * lanes) == 0 and 2 * lanes <= target().warp_size:
             lanes *= 2
+        if band.extents[m_dim] > DECODE_ROWS:
+            fill = ROW_FILL_THREADS_PER_SM * target().sm_count
+            while rows * lanes < fill and 2 * lanes <= ROW_FILL_LANES and n % (2 * lanes) == 0:
+                if n // (2 * lanes) < DECODE_LANE_OUTPUTS:
+                    break
+                lanes *= 2
         if lanes == 1:
             return 1
         rows, _ = self.attention_tile(kernel, band, m_dim, n_dim, lanes)
