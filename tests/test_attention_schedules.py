@@ -102,13 +102,14 @@ def _tile(**kw) -> T.KernelOp:
 
 
 def test_prefill_schedule_tiles_rows_over_threads_with_the_head_dimension_in_registers():
-    """Each thread owns a query row's 32 columns of O, the row's lanes along x its 64 columns and the slices of its
-    scores' reduction, combined over x; the K and V chunks of each trip are staged in a ring, the block's Q tile
-    once, outside the loop over keys."""
+    """Each thread owns 4 of a query row's 64 columns of O, the row's lanes along x its 64 columns and the slices of
+    its scores' reduction, combined over x (2 lanes for the registers, doubled to 16 while 512 rows times the lanes
+    leave the GPU short of threads: ROW_FILL_THREADS_PER_SM); the K and V chunks of each trip are staged in a ring,
+    the block's Q tile once, outside the loop over keys."""
     k = _tile(batch=1, kv_heads=2, group=2, queries=128, keys=128, e=64, ev=64, mask="causal")
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
-    assert threads.bind == ("threadIdx.y", "threadIdx.x") and k.axis_size("threadIdx.x") == 2
-    assert threads.vector_shape[-1] == 32
+    assert threads.bind == ("threadIdx.y", "threadIdx.x") and k.axis_size("threadIdx.x") == 16
+    assert threads.vector_shape[-1] == 4
     scores = [r for r in k.walk() if isinstance(r, T.ReduceOp) and r.bind == ("threadIdx.x",)]
     assert len(scores) == 1 and threads.is_ancestor_of(scores[0])
     stages = {s.operands[0].name_hint: s for s in k.walk() if isinstance(s, T.StageOp)}
@@ -126,8 +127,9 @@ def test_prefill_schedule_tiles_rows_over_threads_with_the_head_dimension_in_reg
         (4, 7, 512, 128, 16),
         # TL s512: 32 heads x 8 = 256 blocks; 32 rows x 2 lanes: 512 blocks, 3.9 a multiprocessor (over 3.5)
         (4, 8, 512, 64, 32),
-        # QW s128: 16 rows fill the multiprocessors (224 blocks); 8 rows would leave 32 threads, under 64
-        (4, 7, 128, 128, 16),
+        # QW s128: 3584 rows take 8 lanes (4 x 3584 threads would underfill: ROW_FILL_THREADS_PER_SM); halved to 8
+        # rows x 8 lanes (64 threads), 448 blocks, 3.4 a multiprocessor; 4 rows would leave 32 threads, under 64
+        (4, 7, 128, 128, 8),
     ],
 )
 def test_causal_prefill_blocks_even_out_over_the_multiprocessors(kv_heads, group, queries, e, rows):
@@ -147,20 +149,21 @@ def _usage(m):
     return resource_usage(source, kernels[0].attributes["sym_name"], arch="sm_90a")
 
 
-@pytest.mark.parametrize("group,queries", [(7, 128), (7, 512), (1, 32)])
-def test_head_dimension_128_in_f32_shares_rows_and_does_not_spill(group, queries):
+@pytest.mark.parametrize("group,queries,lanes", [(7, 128, 8), (7, 512, 4), (1, 32, 16)])
+def test_head_dimension_128_in_f32_shares_rows_and_does_not_spill(group, queries, lanes):
     """Qwen2.5-7B's attention in f32 (head dimension 128): a thread per row would hold 128 accumulators of O beside
     its 128 values of Q and spill. Four lanes a row hold 32 columns and a 32-long slice of the scores' reduction
-    each; the blocks fill the multiprocessors (down to a warp a block); NVRTC compiles every kernel without spills."""
+    each, more where the rows alone underfill the GPU (3584 rows: 8 lanes, 128 rows: 16; 14336 keep 4); the blocks
+    fill the multiprocessors (down to a warp a block); NVRTC compiles every kernel without spills."""
     from irforge.target import target
 
     m = loopgen.attention_module(batch=1, kv_heads=4, group=group, queries=queries, keys=queries, e=128, ev=128,
                                  mask="causal")  # fmt: skip
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
     (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
-    assert k.axis_size("threadIdx.x") == 4 and k.threads % target().warp_size == 0
+    assert k.axis_size("threadIdx.x") == lanes and k.threads % target().warp_size == 0
     (threads,) = [lp for lp in k.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
-    assert threads.vector_shape[-1] == 32
+    assert threads.vector_shape[-1] == 128 // lanes
     blocks = k.axis_size("blockIdx.x") * k.axis_size("blockIdx.y")
     assert blocks >= target().sm_count or k.threads == target().warp_size  # or blocks of one warp already
     usage = _usage(m)
