@@ -206,14 +206,12 @@ template <typename T, int N> IRF_DEV void irf_load(T (&dst)[N], const T* src) { 
 template <typename T, int N> IRF_DEV void irf_store(T* dst, const T (&src)[N]) { irf_store_n<N>(dst, src); }
 
 // Swizzle<B, M, S> of an element offset: XOR bits [M, M + B) with bits [M + S, M + S + B).
-template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle(I o) {
-  return o ^ (((o >> (M + S)) & ((1 << B) - 1)) << M);
-}
 // What the swizzle XORs into a column given its row's part r of the offset (r a multiple of 2^(M + S)):
 // irf_swizzle(r + c) == r + (c ^ irf_swizzle_row(r)) for a column c below 2^(M + S).
 template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle_row(I r) {
   return ((r >> (M + S)) & ((1 << B) - 1)) << M;
 }
+template <int B, int M, int S, typename I> IRF_DEV I irf_swizzle(I o) { return o ^ irf_swizzle_row<B, M, S>(o); }
 
 IRF_DEV unsigned irf_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 

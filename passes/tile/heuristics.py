@@ -344,9 +344,12 @@ class Heuristic:
             lanes *= 2
         if band.extents[m_dim] > DECODE_ROWS:
             fill = ROW_FILL_THREADS_PER_SM * target().sm_count
-            while rows * lanes < fill and 2 * lanes <= ROW_FILL_LANES and n % (2 * lanes) == 0:
-                if n // (2 * lanes) < DECODE_LANE_OUTPUTS:
-                    break
+            while (
+                rows * lanes < fill
+                and 2 * lanes <= ROW_FILL_LANES
+                and n % (2 * lanes) == 0
+                and n // (2 * lanes) >= DECODE_LANE_OUTPUTS
+            ):
                 lanes *= 2
         if lanes == 1:
             return 1
