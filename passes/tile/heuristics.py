@@ -702,6 +702,12 @@ class Heuristic:
             return False
         return any(_wgmma_columns(lp) > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
 
+    def persistent(self, kernel: T.KernelOp, band: T.ForOp) -> bool:
+        """Whether tile-persistent keeps the kernel's blocks resident: where a producer warp copies its slabs (it
+        then runs into the next tile's while the consumers store the last one's outputs). Blocks without one gain
+        only the launch of the next block, which the GPU overlaps with the last block's end already."""
+        return any(isinstance(st, T.StageOp) and st.producer for st in kernel.walk())
+
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
         """Row pads (elements) tile-pad-smem weighs: powers of two from one element up to PAD_BYTES (a pad of p

@@ -129,7 +129,8 @@ def why_not_tma(op: T.StageOp) -> str | None:
         return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
     kernel = T.kernel_of(op)
     for lp in T.enclosing_loops(op):
-        if lp.work_items > lp.units(kernel) and (lp is not op.parent_op or lp.bind):
+        persistent = op.producer and set(lp.bind) <= set(T.BLOCK_AXES)  # counted on over tiles (`ring_trip`)
+        if lp.work_items > lp.units(kernel) and (lp is not op.parent_op or lp.bind) and not persistent:
             return (
                 "is copied by the tensor memory accelerator inside a loop whose threads make several trips; its "
                 "mbarriers count the trips of one run of the stage's own loop"
@@ -444,7 +445,7 @@ def stage(m, op: T.StageOp) -> None:
     loop = op.parent_op
     slot = None
     if op.ring > 1:
-        slot = kb.index(Val(m.trip[loop]) % op.ring, "slot")
+        slot = kb.index(ring_trip(m, loop) % op.ring, "slot")
     m.staged[op.result] = Staged(smem, op.ring, slot)
     if op.prefetch or op.producer:
         return  # issued ahead (by the loop or the producer warp) and waited for at the start of this trip
@@ -675,11 +676,23 @@ def produce(m, stages: list[T.StageOp]) -> None:
             _, w = around.enter_context(work_items(m, outer))
             around.enter_context(lanes_of(m, outer, w))
         with kb.for_(0, loop.work_items, hint="k") as trips:
-            k = trips.iv
-            slot = kb.index(Val(k) % ring, "slot")
-            kb.mbarrier_wait(_empty(m, loop), Val(slot), (Val(k) // ring + 1) % 2)
+            m.trip[loop] = k = trips.iv
+            g = ring_trip(m, loop)
+            slot = kb.index(g % ring, "slot")
+            kb.mbarrier_wait(_empty(m, loop), Val(slot), (g // ring + 1) % 2)
             for op in stages:
                 _request(m, op, slot, {loop.ivs[0]: k}, leader=False)
+
+
+def ring_trip(m, loop: T.LoopOp) -> ix.IndexExpr:
+    """Trip k of `loop` as its rings count it: over all the tiles of a block that walks several (tile-persistent),
+    the t-th tile's trip k is t x trips + k, so a slot's mbarrier phases go on from one tile to the next."""
+    k: ix.IndexExpr = Val(m.trip[loop])
+    for lp in T.enclosing_loops(loop):
+        units = lp.units(m.tk)
+        if lp.bind and lp.work_items > units:
+            k = (Val(m.trip[lp]) - m.unit(lp.bind)) // units * loop.work_items + k
+    return k
 
 
 def release(m, loop: T.LoopOp) -> None:
@@ -689,12 +702,13 @@ def release(m, loop: T.LoopOp) -> None:
     if not stages:
         return
     kb = m.kb
-    k, ring = m.trip[loop], stages[0].ring
+    k, ring = ring_trip(m, loop), stages[0].ring
     if loop not in m.wgmma_in_flight:
-        kb.mbarrier_arrive(_empty(m, loop), Val(k) % ring)
+        kb.mbarrier_arrive(_empty(m, loop), k % ring)
         return
-    with kb.if_(kb.scalar("lt", kb.const(0, index), k)) as br, br.then():
-        kb.mbarrier_arrive(_empty(m, loop), (Val(k) + ring - 1) % ring)
+    trip = k.value if isinstance(k, Val) else kb.index(k, "trip")
+    with kb.if_(kb.scalar("lt", kb.const(0, index), trip)) as br, br.then():
+        kb.mbarrier_arrive(_empty(m, loop), (k + ring - 1) % ring)
 
 
 # ---- the tensor memory accelerator -----------------------------------------------------------------------------
@@ -746,6 +760,6 @@ def _wait(m, op: T.StageOp) -> None:
     """Every thread waits for this trip's box: trip k completes phase k div ring of mbarrier k mod ring."""
     kb = m.kb
     loop = op.parent_op
-    k = Val(m.trip[loop]) if isinstance(loop, T.LoopOp) and not loop.bind else ix.Const(0)
+    k = ring_trip(m, loop) if isinstance(loop, T.LoopOp) and not loop.bind else ix.Const(0)
     i = k % op.ring if op.ring > 1 else 0
     kb.mbarrier_wait(_mbarriers(m, op), i, (k // op.ring if op.ring > 1 else k) % 2)
