@@ -99,6 +99,12 @@ def rel_error(got, want) -> float:
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
+def norm_error(got, want) -> float:
+    """The relative error by norm, as `irforge bench` checks every result (information beside `rel_error`)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
 def generate_case(directory: str, out: str, case: str, torch_compile: bool) -> dict:
     """`irforge generate` on the case's compiled model; f32 cases must give HF's tokens."""
     from irforge.tools.cli import main
@@ -146,7 +152,13 @@ def logits_case(directory: str, case: str) -> dict:
         got.append(runner("decode", ref[:, t : t + 1], np.array([prompt_len + t])).cpu().numpy())
     errs = [rel_error(g, w) for g, w in zip(got, want)]
     row = {"case": case, "dtype": dtype, "prompt": prompt_len, "compile": model.summary()}
-    row.update(max_rel_error=max(errs), per_step=errs)
+    row.update(max_rel_error=max(errs), per_step=errs, max_norm_error=max(map(norm_error, got, want)))
+    # HF's own implementation noise: the same bf16 model with eager attention in place of SDPA
+    lm.set_attn_implementation("eager")
+    other = hf_step_logits(lm, prompt, ref[:, : new - 1])
+    lm.set_attn_implementation("sdpa")
+    row.update(hf_eager_vs_sdpa=max(map(rel_error, other, want)))
+    row.update(hf_eager_vs_sdpa_norm=max(map(norm_error, other, want)))
     if new == 1:  # a prefill case: its time too
         row["irforge_prefill_ms"] = cuda_time(lambda: runner("prefill", prompt, np.arange(prompt_len)), reps=5)
         ids = torch.as_tensor(prompt, device="cuda")
@@ -159,6 +171,7 @@ def logits_case(directory: str, case: str) -> dict:
     ours = [rel_error(g, x) for g, x in zip(got, exact)]
     theirs = [rel_error(w, x) for w, x in zip(want, exact)]
     row.update(per_step_vs_f32=ours, hf_per_step_vs_f32=theirs, max_vs_f32=max(ours), hf_max_vs_f32=max(theirs))
+    row.update(max_norm_vs_f32=max(map(norm_error, got, exact)), hf_max_norm_vs_f32=max(map(norm_error, want, exact)))
     row.update(ok=max(errs) <= REL_TOL, within_hf_bf16_noise=max(ours) <= F32_MARGIN * max(theirs))
     return row
 
