@@ -19,10 +19,10 @@ class TilePersistent(Pass):
     tile's slabs while the block's threads finish the last tile (store its outputs), so neither the block's start
     (mbarrier set-up, the first copies' latency) nor its epilogue leaves the tensor cores idle between tiles; the
     rings' phases count the trips over all of a block's tiles. `blocks`: `auto` (passes/tile/heuristics.py: kernels
-    whose slabs a producer warp copies), `on` (every kernel that can), `off`. A kernel that cannot take it keeps its
-    grid, and the pass says why (`-v`): it needs a single band over `blockIdx.x` alone, with more tiles than fit at
-    once, no combine across blocks, and no stage but a producer warp's (a ring the block's threads fill counts its
-    phases within one tile). The tiles each block computes change, no value does.
+    whose slabs a producer warp copies, a few tiles a block), `on` (every kernel that can), `off`. A kernel that
+    cannot take it keeps its grid, and the pass says why (`-v`): it needs a single band over `blockIdx.x` alone,
+    with more tiles than fit at once, no combine across blocks, and no stage but a producer warp's (a ring the
+    block's threads fill counts its phases within one tile). The tiles each block computes change, no value does.
     """
 
     name = "tile-persistent"
@@ -41,10 +41,10 @@ class TilePersistent(Pass):
         if band is None:
             self.remark(op, f"keeps its grid: {why}")
             return
-        if self.blocks == "auto" and not heuristic().persistent(op, band):
-            self.remark(op, "keeps its grid: no producer warp runs ahead into the next tile")
-            return
         grid = resident_blocks(op)
+        if self.blocks == "auto" and not heuristic().persistent(op, band, grid):
+            self.remark(op, "keeps its grid: passes/tile/heuristics.py leaves it to the GPU's block scheduler")
+            return
         tiles = band.work_items
         op.set_axis_size("blockIdx.x", grid)
         band.attributes["unroll"] = 1  # a trip is a whole tile: unrolled, the code would grow by the trips
