@@ -36,9 +36,11 @@ def test_a_caller_frozen_heap_stays_frozen():
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
+        # frozen objects freed meanwhile (a finalizer, a weakref callback) only lower the count: neither frozen more
+        # nor thawed
         with frozen_heap():
-            assert gc.get_freeze_count() == frozen
-        assert gc.get_freeze_count() == frozen
+            assert 0 < gc.get_freeze_count() <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
