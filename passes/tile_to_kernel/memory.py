@@ -129,7 +129,7 @@ def why_not_tma(op: T.StageOp) -> str | None:
         return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
     kernel = T.kernel_of(op)
     for lp in T.enclosing_loops(op):
-        persistent = op.producer and set(lp.bind) <= set(T.BLOCK_AXES)  # counted on over tiles (`ring_trip`)
+        persistent = op.producer and lp.bind and set(lp.bind) <= set(T.BLOCK_AXES)  # over tiles: `ring_trip`
         if lp.work_items > lp.units(kernel) and (lp is not op.parent_op or lp.bind) and not persistent:
             return (
                 "is copied by the tensor memory accelerator inside a loop whose threads make several trips; its "
