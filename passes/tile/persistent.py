@@ -3,7 +3,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rasterize import blocks_per_sm
-from irforge.passes.tile_to_kernel.memory import producer_registers
+from irforge.passes.tile_to_kernel.memory import producer_registers, producer_stages
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
@@ -54,7 +54,7 @@ class TilePersistent(Pass):
 def resident_blocks(kernel: T.KernelOp) -> int:
     """Blocks the GPU holds at once: one a multiprocessor where a producer warpgroup shares the register file out
     (the consumers take what it gives back), else `rasterize.blocks_per_sm`'s estimate."""
-    per_sm = 1 if producer_registers(kernel) and any(st.producer for st in _stages(kernel)) else blocks_per_sm(kernel)
+    per_sm = 1 if producer_registers(kernel) and producer_stages(kernel) else blocks_per_sm(kernel)
     return target().sm_count * per_sm
 
 
@@ -74,10 +74,6 @@ def persistent_band(kernel: T.KernelOp) -> tuple[T.ForOp | None, str]:
         return None, f"its {band.work_items} tiles fit on the GPU at once"
     if any(isinstance(c, T.CombineOp) and set(c.over) & set(T.BLOCK_AXES) for c in kernel.walk()):
         return None, "it combines across blocks"
-    if any(not st.producer for st in _stages(kernel)):
+    if any(isinstance(st, T.StageOp) and not st.producer for st in kernel.walk()):
         return None, "a ring its threads fill counts its phases within one tile (only a producer warp's go on)"
     return band, ""
-
-
-def _stages(kernel: T.KernelOp) -> list[T.StageOp]:
-    return [op for op in kernel.walk() if isinstance(op, T.StageOp)]
