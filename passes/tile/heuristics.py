@@ -39,7 +39,8 @@ STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (o
 # input, 4.8 -> 3.4 us; bench/results/decode-h100-2026-11-26).
 SHARED_BOX_REUSE = 4
 # Contractions on the SIMT path: a thread computes a register tile of up to THREAD_OUTPUTS outputs (8 x 8: 64
-# accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM);
+# accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM),
+# over all its carriers (SiLU * up's two accumulators of 8 x 8 took 255 registers and spilled 24 stores in f32);
 # the reduction is staged K_CHUNK_BYTES of each row at a time, in RING stages (PREFETCH of them in flight).
 THREAD_OUTPUTS = 64
 # Attention (a contraction whose A factor, the scores, a reduction computes in the element): a thread takes whole
@@ -303,7 +304,7 @@ class Heuristic:
         others = math.prod(band.extents) // (m * n)
         fills = lambda: (m // bm) * (n // bn) * others * deepest >= target().sm_count
         if deepest < DEEP_SPLIT or fills() or bm <= 8:
-            return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // THREAD_OUTPUTS))
+            return bm, bn, max(1, min(CONTRACTION_THREADS, bm * bn // _thread_outputs(band)))
         # A long K over too few tiles to fill the multiprocessors even at the deepest split (decode's narrow
         # projections), in tiles of more than 8 rows: fewer rows until that split's blocks fill them, and
         # FILL_THREAD_OUTPUTS outputs a thread (up to CONTRACTION_THREADS threads), so the one or two blocks a
@@ -453,7 +454,7 @@ class Heuristic:
                 tm //= 2
             return tm, tn
         tm = tn = 1
-        while tm * tn < min(per_thread, THREAD_OUTPUTS):
+        while tm * tn < min(per_thread, _thread_outputs(loop)):
             if tn <= tm and n % (tn * 2) == 0:
                 tn *= 2
             elif m % (tm * 2) == 0:
@@ -822,6 +823,13 @@ def _wave_columns(row_tiles: int, n: int, lo: int, hi: int, fill: float) -> int 
 def _splits_of(trips: int) -> list[int]:
     """The splits a reduction of `trips` trips may take: dividing it, each share MIN_SHARE trips at least."""
     return [s for s in (1, *SPLITS) if trips % s == 0 and (s == 1 or trips // s >= MIN_SHARE)]
+
+
+def _thread_outputs(loop: T.ForOp) -> int:
+    """Outputs a thread's register tile may hold on the SIMT path: THREAD_OUTPUTS accumulators over the carriers
+    of the loop's contraction."""
+    c = contractions_in(loop)
+    return max(1, THREAD_OUTPUTS // max(1, len(c[0].reduce.results) if c else 1))
 
 
 def _recomputes_a(loop: T.ForOp) -> bool:
