@@ -353,22 +353,6 @@ template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, u
   memcpy(dst, r, sizeof(r));
 }
 
-// ---- arrival counters (kernel.arrive): the last of `count` blocks to arrive learns it and sees what the others
-// wrote before arriving (each block's writes fenced before its one atomic, the last block's reads after a fence)
-IRF_DEV bool irf_arrive(int* counter, int count) {
-  __shared__ int irf_last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-    const bool last = atomicAdd(counter, 1) == count - 1;
-    if (last) atomicExch(counter, 0);  // zero again for the next launch
-    __threadfence();
-    irf_last = last;
-  }
-  __syncthreads();
-  return irf_last != 0;
-}
-
 // ---- atomics: add natively; float max/min by compare-and-swap (NaN-propagating like irf_maximum) ----
 IRF_DEV void irf_atomic_add(float* p, float v) { atomicAdd(p, v); }
 IRF_DEV void irf_atomic_add(double* p, double v) { atomicAdd(p, v); }

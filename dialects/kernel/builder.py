@@ -208,11 +208,6 @@ class KernelBuilder:
         attrs = {"kind": kind} | ({"strides": tuple(strides)} if strides is not None else {})
         return self._indexed(K.AtomicOp, [value, mem], {"index": list(idx)}, attrs=attrs)
 
-    def arrive(self, counter: Value, i, count: int, hint: str | None = "last") -> Value:
-        from .arrival import ArriveOp
-
-        return self._indexed(ArriveOp, [counter], {"index": [i]}, [boolean], {"count": count}, hint)
-
     def barrier(self) -> Operation:
         return self._add(K.BarrierOp((), ()))
 

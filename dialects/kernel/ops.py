@@ -72,7 +72,6 @@ class KernelOp(Operation):
     """Base of the device-side ops: they live inside a `kernel.func`."""
 
     device: ClassVar[bool] = True
-    writes_through: ClassVar[str | None] = None  # the operand naming the global memory the op writes
 
     def verify_(self):
         if self.device and enclosing_kernel(self) is None:
@@ -219,12 +218,8 @@ class HostOp(Operation):
 # The buffers of a host program, shared with the cuda dialect's host ops: `<op> : type`, `<op> @name : type`,
 # `<op> %source : type`.
 class AllocBase(Operation):
-    """`zeroed`: the buffer is filled with zeros once, when the runtime allocates it (arrival counters, which the
-    kernels that count on them leave zero again)."""
-
     operand_names = ()
     result_names = ("result",)
-    optional_attributes = {"zeroed": _UNIT_T}
     num_regions = 0
 
     def verify_op(self):
@@ -355,9 +350,8 @@ def _written_params(k: KernelFuncOp) -> set[int]:
     args = {a: i for i, a in enumerate(k.body.args)}
     out = set()
     for op in k.walk():
-        mem = getattr(op, op.writes_through) if isinstance(op, KernelOp) and op.writes_through else None
-        if mem in args:
-            out.add(args[mem])
+        if isinstance(op, (StoreOp, AtomicOp, FragStoreOp)) and op.mem in args:
+            out.add(args[op.mem])
     return out
 
 
@@ -1000,7 +994,6 @@ class StoreOp(IndexedOp):
     `xor_runs` as `kernel.load`)."""
 
     name = "kernel.store"
-    writes_through = "mem"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}
@@ -1022,7 +1015,6 @@ class AtomicOp(IndexedOp):
     element of a register tile (at the addresses a `kernel.store` of it with the same `strides` would write)."""
 
     name = "kernel.atomic"
-    writes_through = "mem"
     operand_names = ("value", "mem", "*indices")
     result_names = ()
     attribute_types = {"kind": str, "index": AffineMap}
@@ -1360,7 +1352,6 @@ class FragStoreOp(IndexedOp):
     """Store a warp's fragment tile (usually the accumulator) with its first element at the index."""
 
     name = "kernel.frag_store"
-    writes_through = "mem"
     operand_names = ("frag", "mem", "*indices")
     result_names = ()
     attribute_types = {"index": AffineMap}

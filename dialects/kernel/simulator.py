@@ -32,7 +32,6 @@ from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
 from . import dependent_launch as DL
-from .arrival import ArriveOp
 from . import fragments
 from . import ops as K
 from . import warpgroup as WG
@@ -58,7 +57,6 @@ class GlobalBuffer:
             self.data = quantize(np.ascontiguousarray(data).reshape(-1), dtype).copy()
             self.written = np.ones(numel, dtype=bool)
         self.w_launch = np.full(numel, -1, dtype=np.int64)
-        self.arrivals: dict[int, list[int]] = {}  # counter element -> the blocks that arrived at it this launch
         self.w_thread = np.full(numel, _NO_THREAD, dtype=np.int64)
         self.w_epoch = np.full(numel, -1, dtype=np.int64)
 
@@ -133,9 +131,7 @@ def run(module: Operation, inputs=None, params=None, *, entry: str = "forward", 
             name, arg = state[op.result]
             env[op.result] = GlobalBuffer(arg.type.dtype, arg.type.numel, env[arg].data, name=f"state '{name}'")
         elif isinstance(op, K.AllocOp):
-            t = op.result.type
-            zeros = np.zeros(t.numel) if "zeroed" in op.attributes else None
-            env[op.result] = GlobalBuffer(t.dtype, t.numel, zeros, name="%" + _hint(op.result))
+            env[op.result] = GlobalBuffer(op.result.type.dtype, op.result.type.numel, name="%" + _hint(op.result))
         elif isinstance(op, K.ViewOp):
             env[op.result] = env[op.source]
         elif isinstance(op, K.LaunchOp):
@@ -205,8 +201,6 @@ class BlockSim:
         self.nthreads = self.bdim[0] * self.bdim[1] * self.bdim[2]
         self.block_linear = block_idx[0] + self.grid[0] * (block_idx[1] + self.grid[1] * block_idx[2])
         self.epoch = 0
-        self.arrived: dict = {}  # kernel.arrive -> whether this block was the last to arrive
-        self.acquired: set[int] = set()  # blocks whose writes before their arrival this block may read
         # a programmatic dependent launch: may run while the launch before it does, until each thread's wait
         self.dependent = any(isinstance(op, DL.GridDepWaitOp) for op in kernel.body.ops)
         self.args = dict(zip(kernel.body.args, args))
@@ -849,8 +843,7 @@ def _check_global_read(sim, op, mem: GlobalBuffer, a, tids, w) -> None:
     g = _global_tid(sim, tids)
     wt = mem.w_thread[a]
     this = (mem.w_launch[a] == sim.launch_id) & (wt >= 0) & (wt != g)
-    writer = wt // sim.nthreads
-    other_block = this & (writer != sim.block_linear) & ~np.isin(writer, list(sim.acquired))
+    other_block = this & (wt // sim.nthreads != sim.block_linear)
     same_epoch = this & (mem.w_epoch[a] == sim.epoch)
     bad = other_block | same_epoch
     if bad.any():
@@ -990,39 +983,6 @@ def _barrier(sim, op, values, mask, w, env):
     if not mask.all():
         raise sim._error(op, "barrier reached by only part of the warp (a barrier in divergent control flow)", w)
     yield ("barrier", op)
-
-
-def _arrive(sim, op, values, mask, w, env):
-    """A barrier, then the block's one increment of its counter (by the first warp past the barrier); blocks run
-    one after another here, so the last to arrive is the last of them to run, and it may read what the others
-    wrote before arriving (their blocks join `sim.acquired`)."""
-    if not mask.all():
-        raise sim._error(op, "arrival reached by only part of the warp (it holds barriers)", w)
-    yield ("barrier", op)
-    if op not in sim.arrived:
-        mem = values[op.counter]
-        (i,) = sim._index(op, "index", values, mask, w)
-        if (i != i[0]).any():
-            raise sim._error(op, "threads of one block arrive at different counters", w)
-        a = int(i[0])
-        if not 0 <= a < mem.numel:
-            raise sim._error(op, f"arrives at element {a} of {mem.name}, outside its {mem.numel} elements", w)
-        if not mem.written[a]:
-            raise sim._error(op, f"arrives at element {a} of {mem.name}, which nothing has set (a zeroed alloc)", w)
-        blocks = mem.arrivals.setdefault(a, [])
-        if sim.block_linear in blocks:
-            raise sim._error(op, f"block {tuple(sim.block_idx)} arrives at element {a} of {mem.name} twice", w)
-        blocks.append(sim.block_linear)
-        count = op.attributes["count"]
-        if int(mem.data[a]) != len(blocks) - 1:
-            raise sim._error(op, f"element {a} of {mem.name} held {int(mem.data[a])} when arrival {len(blocks)} came", w)
-        last = len(blocks) == count
-        mem.data[a] = 0 if last else len(blocks)
-        if last:
-            sim.acquired.update(blocks)
-            del mem.arrivals[a]
-        sim.arrived[op] = last
-    values[op.last] = np.full(len(mask), sim.arrived[op])
 
 
 def _griddep_wait(sim, op, values, mask, w, env):
@@ -1385,6 +1345,5 @@ _BLOCKING = {
     K.ForOp: _for,
     K.IfOp: _if,
     K.BarrierOp: _barrier,
-    ArriveOp: _arrive,
     K.MbarrierWaitOp: _mbarrier_wait,
 }

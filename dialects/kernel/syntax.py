@@ -6,7 +6,7 @@ from irforge.attributes import UNIT
 from irforge.diagnostics import error
 from irforge.index_expr import AffineMap
 from irforge.parser import BlockAST, OpAST, RegionAST, bind_index_values
-from irforge.types import FunctionType, TensorType, boolean, index
+from irforge.types import FunctionType, TensorType, index
 
 from ..launch import launch_dims
 from . import ops as K
@@ -289,12 +289,6 @@ class KernelSyntax:
         mem, i, n = c
         (mi, mn), refs = _bind([[i], [n]], mem.loc)
         return OpAST("kernel.prefetch_l2", operands=[mem, *refs], attrs={"index": mi, "bytes": mn}, result_types=[])
-
-    def kernel_arrive(self, c):
-        counter, i, count, attrs = c
-        (m,), refs = _bind([[i]], counter.loc)
-        a = {**_attrs(attrs), "index": m, "count": int(count)}
-        return OpAST("kernel.arrive", operands=[counter, *refs], attrs=a, result_types=[boolean])
 
 
 def _frag_options(stride, transpose) -> dict:

@@ -490,11 +490,9 @@ class YieldOp(Operation):
 
 
 # How a combine over a block axis is materialized: `atomics` (each block adds its share of the stored values into
-# the output), `partials` (each block stores its partial carrier, a second kernel folds them), `last-block` (each
-# block stores its partial carrier and counts its arrival; the last block of each tile to arrive folds them and runs
-# what follows the combine, in the same kernel). Without `via`: atomics where they can, else last-block where it
-# can, else partials.
-COMBINE_VIAS = ("atomics", "partials", "last-block")
+# the output), `partials` (each block stores its partial carrier, a second kernel folds them). Without `via`,
+# atomics where they can, else partials.
+COMBINE_VIAS = ("atomics", "partials")
 
 
 class CombineOp(Operation):

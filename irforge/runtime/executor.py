@@ -103,9 +103,7 @@ class Executor:
             elif isinstance(op, C.AllocOp):
                 t = op.result.type
                 buf = torch.empty(t.shape, dtype=torch_dtype(t.dtype), device=self.device)
-                if "zeroed" in op.attributes:
-                    buf.zero_()
-                elif poison:
+                if poison:
                     buf.fill_(float("nan") if t.dtype.is_float else 0x5A if t.dtype.name != "bool" else True)
                 self._source[op.result] = ("alloc", buf)
             elif isinstance(op, C.ViewOp):

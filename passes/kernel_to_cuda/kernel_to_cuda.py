@@ -93,7 +93,7 @@ def _program(func: FuncOp) -> C.ProgramOp:
                 (), [op.result.type], {"sym": op.attributes["sym"]}, loc=op.loc, result_hints=[op.result.name_hint]
             )
         elif isinstance(op, K.AllocOp):
-            new = C.AllocOp((), [op.result.type], dict(op.attributes), loc=op.loc, result_hints=[op.result.name_hint])
+            new = C.AllocOp((), [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
         elif isinstance(op, K.ViewOp):
             new = C.ViewOp([vmap[op.source]], [op.result.type], loc=op.loc, result_hints=[op.result.name_hint])
         elif isinstance(op, K.LaunchOp):
@@ -767,10 +767,6 @@ class _Emitter(WarpgroupStatements):
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
         for k, offset in enumerate(K.tile_offsets(t.shape, strides)):
             self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem, offset)}, {self.name(v)}[{k}]);")
-
-    def op_arrive(self, op):
-        counter = self.address(op, "index", op.counter)
-        self.line(f"const bool {self.name(op.last)} = irf_arrive({counter}, {op.attributes['count']});")
 
     def op_barrier(self, op):
         self.line("__syncthreads();")

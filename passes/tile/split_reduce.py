@@ -26,9 +26,7 @@ class TileSplitReduce(Pass):
     `via` picks how the combine over blocks is made (`tile.combine ... via`): `atomics` (each block adds its share
     of the stored values, which must be an affine function of an add carrier of f32, into an output zeroed
     first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
-    online one included), `last-block` (each block stores its partial carrier and counts its arrival; the last of
-    a tile's blocks folds them and runs the epilogue, in the same kernel), `auto` (atomics where they can, else
-    last-block where it can, else partials). A reduction with a non-identity init, or one already
+    online one included), `auto` (atomics where they can). A reduction with a non-identity init, or one already
     split, is left alone (idempotent: a reduction distributed over a block axis is a split one), and so is a
     tensor-core contraction whose shares would not be whole atom steps.
     """
@@ -41,7 +39,7 @@ class TileSplitReduce(Pass):
         domain=Choices((0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)),
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
-    via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "last-block")), help="how the blocks combine")
+    via: str = option("auto", domain=Choices(("auto", "atomics", "partials")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:

@@ -9,9 +9,6 @@ second drops what came before the combine (its stores, and whatever only fed the
 combine's axis when nothing after the combine is distributed over that axis.
 
 This is a rewrite of tile IR into tile IR, done before materialization: each kernel then materializes as usual.
-A combine `via last-block` is split the same way, the second kernel's fold dealt over the threads of one block per
-tile; once both are materialized, `last_block.fuse` joins them into one kernel again, the second behind an arrival
-counter (last_block.py).
 """
 
 from __future__ import annotations
@@ -29,20 +26,12 @@ SPREAD_WIDTH = 4  # points a thread folds side by side in a combine kernel: 16-b
 
 
 def via_partials(comb: T.CombineOp) -> bool:
-    """Whether a combine is materialized by folding stored partials (over a block axis, via partials or last-block
-    explicitly, or because atomics cannot take it)."""
+    """Whether a combine is materialized by a second kernel (over a block axis, via partials explicitly or because
+    atomics cannot take it)."""
     if len(comb.over) != 1 or comb.over[0] not in T.BLOCK_AXES:
         return False
     via = comb.attributes.get("via")
-    return via in ("partials", "last-block") or (via is None and affine_stores(comb) is not None)
-
-
-def by_last_block(kernel: T.KernelOp, comb: T.CombineOp) -> bool:
-    """Whether a combine folded from partials is folded by the last block of each tile, in the kernel itself:
-    unless `via partials` says otherwise, wherever `last_block.why_not` finds nothing against it."""
-    from .last_block import why_not as why_not_last_block
-
-    return comb.attributes.get("via") != "partials" and why_not_last_block(kernel, comb) is None
+    return via == "partials" or (via is None and affine_stores(comb) is not None)
 
 
 def why_not(comb: T.CombineOp) -> str | None:
@@ -52,10 +41,9 @@ def why_not(comb: T.CombineOp) -> str | None:
     return None
 
 
-def split_kernels(func: Operation) -> list[tuple[str, str, str]]:
+def split_kernels(func: Operation) -> None:
     """Replace every kernel of `func` that holds a combine via partials by its two kernels (repeatedly: the second
-    kernel may hold another). Returns (first, second, block axis) of the pairs the last block of a tile joins."""
-    joined = []
+    kernel may hold another)."""
     while True:
         found = next(
             ((k, c) for k in func.body.ops if isinstance(k, T.KernelOp) for c in k.walk()
@@ -63,11 +51,8 @@ def split_kernels(func: Operation) -> list[tuple[str, str, str]]:
             None,
         )  # fmt: skip
         if found is None:
-            return joined
-        last = by_last_block(*found)
-        first, second = _split(func, *found, last)
-        if last:
-            joined.append((first, second, found[1].over[0]))
+            return
+        _split(func, *found)
 
 
 def _position(kernel: T.KernelOp, target: Operation) -> int:
@@ -83,7 +68,7 @@ def shares(kernel: T.KernelOp, comb: T.CombineOp) -> int:
     return kernel.axis_size(comb.over[0])
 
 
-def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp, last_block: bool) -> tuple[str, str]:
+def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     blocks = shares(kernel, comb)
     loops = [lp for lp in T.enclosing_loops(comb) if isinstance(lp, T.ForOp)]
     ivs = [iv for lp in loops for iv in lp.ivs]
@@ -104,8 +89,7 @@ def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp, last_block: b
     first.attributes["sym_name"] = f"{name}_partial"
     second.attributes["sym_name"] = f"{name}_combine"
     _store_partials(first, at, work, loops)
-    _fold_partials(second, at, work, loops, last_block)
-    return first.sym_name, second.sym_name
+    _fold_partials(second, at, work, loops)
 
 
 def _ivs(kernel: T.KernelOp, loops: list[T.ForOp], like: Operation) -> list:
@@ -141,9 +125,8 @@ def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
         kernel.set_axis_size(axis, n)  # the blocks past the shares had only the erased loops to run
 
 
-def _fold_partials(kernel: T.KernelOp, at: int, work, loops, last_block: bool) -> None:
-    """The second kernel: the combine's result folded from the workspace; what came before it, gone. For the last
-    block of a tile, its grid stays the first kernel's and its fold is dealt over the block's threads alone."""
+def _fold_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
+    """The second kernel: the combine's result folded from the workspace; what came before it, gone."""
     ops = list(kernel.walk())
     comb = ops[at]
     axis = comb.over[0]
@@ -179,25 +162,22 @@ def _fold_partials(kernel: T.KernelOp, at: int, work, loops, last_block: bool) -
     _sweep(kernel)
     if not any(axis in lp.bind for lp in kernel.walk() if isinstance(lp, T.LoopOp)):
         band = next((lp for lp in T.enclosing_loops(fold) if lp.bind == ("threadIdx.x",)), None)
-        spread = band is not None and _spread(kernel, band, None if last_block else axis)
-        if not spread or last_block:  # the last block alone runs it (last_block.fuse gives it the first's grid)
+        if band is None or not _spread(kernel, band, axis):
             kernel.set_axis_size(axis, 1)
 
 
-def _spread(kernel: T.KernelOp, band: T.ForOp, axis: str | None) -> bool:
-    """Deal the thread band of the second kernel over `axis` too (None: over the block's threads alone), in work
-    items of SPREAD_WIDTH along its last dimension: each point's fold is independent, and the first kernel's layout
-    (a contraction's register tile or mma accumulators: tens of points a thread) would leave a few blocks each
-    folding tens of points' partials one after another (a 32 x 3584 split-K product's combine took 13.6 us on 28
-    blocks). False (nothing changed) when the band has loops inside, whose own layout may depend on the band's."""
+def _spread(kernel: T.KernelOp, band: T.ForOp, axis: str) -> bool:
+    """Deal the thread band of the second kernel over `axis` too, in work items of SPREAD_WIDTH along its last
+    dimension: each point's fold is independent, and the first kernel's layout (a contraction's register tile or
+    mma accumulators: tens of points a thread) would leave a few blocks each folding tens of points' partials one
+    after another (a 32 x 3584 split-K product's combine took 13.6 us on 28 blocks). False (nothing changed) when
+    the band has loops inside, whose own layout may depend on the band's."""
     if any(isinstance(op, T.ForOp) for op in band.walk() if op is not band):
         return False
     width = SPREAD_WIDTH if band.extents[-1] % SPREAD_WIDTH == 0 else 1
     for key in ("split", "warps", "atom", "raster"):
         band.attributes.pop(key, None)
     band.set_vector((1,) * (len(band.extents) - 1) + (width,))
-    if axis is None:
-        return True
     band.attributes["bind"] = (axis, "threadIdx.x")
     threads = kernel.axis_size("threadIdx.x")
     kernel.set_axis_size(axis, -(-band.work_items // threads))
