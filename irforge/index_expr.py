@@ -467,15 +467,6 @@ def _rebuild(terms: dict[IndexExpr, int], const: int) -> IndexExpr:
     return out if out is not None else Const(0)
 
 
-def split_rows(e: IndexExpr, size: int) -> tuple[IndexExpr, IndexExpr]:
-    """(row, offset) of `e` as an index into rows of `size` elements, for an `e` built row-major whose offset part
-    stays within a row: the terms whose coefficients `size` divides make the row, the others the offset."""
-    terms, const = _linear(e)
-    row = {a: c // size for a, c in terms.items() if c % size == 0}
-    rest = {a: c for a, c in terms.items() if c % size}
-    return _rebuild(row, const // size), _rebuild(rest, const % size)
-
-
 def simplify(e: IndexExpr, extents) -> IndexExpr:
     """An equivalent expression for every point where `Dim(i)` is in `0 .. extents[i] - 1`, using those ranges.
 

@@ -353,17 +353,6 @@ template <int COUNT, bool TRANS, typename T> IRF_DEV void irf_ldmatrix(T* dst, u
   memcpy(dst, r, sizeof(r));
 }
 
-// ---- thread block clusters (sm_90): a barrier over the cluster's threads, a peer block's shared memory ----
-IRF_DEV void irf_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-template <class T>
-IRF_DEV T* irf_map_peer(T* p, unsigned rank) {
-  unsigned long long out;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
-  return reinterpret_cast<T*>(out);
-}
-
 // ---- atomics: add natively; float max/min by compare-and-swap (NaN-propagating like irf_maximum) ----
 IRF_DEV void irf_atomic_add(float* p, float v) { atomicAdd(p, v); }
 IRF_DEV void irf_atomic_add(double* p, double v) { atomicAdd(p, v); }

@@ -145,7 +145,7 @@ class KernelFuncOp(Operation):
     operand_names = ()
     result_names = ()
     attribute_types = {"sym_name": str, "function_type": FunctionType, "grid": tuple, "block": tuple}
-    optional_attributes = {"index_bits": int, "cluster": tuple}
+    optional_attributes = {"index_bits": int}
     num_regions = 1
     traits = frozenset({"isolated", "symbol", "single_block"})
     anchor_aliases = ("kernel",)
@@ -191,9 +191,6 @@ class KernelFuncOp(Operation):
             raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
         if self.attributes.get("index_bits", 32) not in (32, 64):
             raise self.error("'index_bits' must be 32 or 64")
-        from .cluster import verify_cluster
-
-        verify_cluster(self)
         if self.parent_op is not None and self.parent_op.name != "builtin.module":
             raise self.error("must be at the top level of a module")
 

@@ -31,7 +31,6 @@ from irforge.scalar_ops import MONOIDS, SCALAR_OPS, compute_dtype, numpy_dtype, 
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
-from . import cluster as CL
 from . import dependent_launch as DL
 from . import fragments
 from . import ops as K
@@ -83,31 +82,6 @@ class SharedBuffer:
         # later in the epoch makes one a race (the barrier between them is missing); at the barrier, the rest are
         # reads of memory nothing wrote.
         self.unwritten_reads: dict[int, tuple] = {}
-
-
-class PeerBuffer:
-    """A shared buffer of another block of the cluster (`kernel.peer`): read-only here, and only what its block
-    wrote before the last kernel.cluster_sync."""
-
-    def __init__(self, owner, buf: SharedBuffer):
-        self.owner, self.buf = owner, buf
-        self.type, self.data, self.written = buf.type, buf.data, buf.written
-
-
-@dataclass
-class PeerLanes:
-    """A `kernel.peer` value: lane i reads the buffer of the cluster's block `ranks[i]`."""
-
-    sim: object
-    buffer: object  # the kernel's shared buffer value
-    ranks: np.ndarray
-
-    def buffers(self, mask):
-        """(buffer, its lanes' mask) for each block the active lanes read."""
-        for r in np.unique(self.ranks[mask]):
-            owner = self.sim.cluster[int(r)]
-            buf = owner.shared[self.buffer]
-            yield (buf if owner is self.sim else PeerBuffer(owner, buf)), mask & (self.ranks == r)
 
 
 @dataclass
@@ -188,35 +162,11 @@ def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None
     for buf, t in zip(buffers, params):
         bound.append(TensorMapRef(buf, t) if isinstance(t, TensorMapType) else buf)
     gx, gy, gz = kernel.attributes["grid"]
-    cx, cy, cz = kernel.attributes.get("cluster", (1, 1, 1))
     agreement: dict = {}  # what the single-writer guards saw, across the launch's blocks
-    for oz in range(0, gz, cz):
-        for oy in range(0, gy, cy):
-            for ox in range(0, gx, cx):
-                blocks = [(ox + x, oy + y, oz + z) for z in range(cz) for y in range(cy) for x in range(cx)]
-                _run_cluster([BlockSim(kernel, b, bound, launch_id, agreement) for b in blocks])
-
-
-def _run_cluster(sims: list[BlockSim]) -> None:
-    """The blocks of one cluster (one block without clusters), one after another up to each kernel.cluster_sync,
-    where all of them must be waiting before any goes on."""
-    for rank, sim in enumerate(sims):
-        sim.cluster, sim.rank = sims, rank
-        sim.start()
-    while True:
-        paused = [sim.resume() for sim in sims]
-        if not any(paused):
-            break
-        if not all(paused):
-            waiting, ended = sims[paused.index(True)], sims[paused.index(False)]
-            w = waiting.warps[0]
-            raise waiting._error(
-                w.waiting[1], f"waits for its cluster, but block {tuple(ended.block_idx)} of it has finished", w
-            )
-        for sim in sims:
-            sim.release_cluster()
-    for sim in sims:
-        sim.finish()
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                BlockSim(kernel, (bx, by, bz), bound, launch_id, agreement).run()
 
 
 # ---- one block -------------------------------------------------------------------------------------------------
@@ -251,9 +201,6 @@ class BlockSim:
         self.nthreads = self.bdim[0] * self.bdim[1] * self.bdim[2]
         self.block_linear = block_idx[0] + self.grid[0] * (block_idx[1] + self.grid[1] * block_idx[2])
         self.epoch = 0
-        self.cluster_epoch = 0  # the epoch its last kernel.cluster_sync began: peers read what came before it
-        self.cluster: list[BlockSim] = [self]  # the blocks of its cluster, by rank
-        self.rank = 0
         # a programmatic dependent launch: may run while the launch before it does, until each thread's wait
         self.dependent = any(isinstance(op, DL.GridDepWaitOp) for op in kernel.body.ops)
         self.args = dict(zip(kernel.body.args, args))
@@ -268,24 +215,10 @@ class BlockSim:
         ]
 
     # ---- scheduling -----------------------------------------------------------------------------------------
-    def start(self) -> None:
-        self._gens = {w.index: self._warp_program(w) for w in self.warps}
-        self._live = list(self.warps)
-
-    def resume(self) -> bool:
-        """Run the block's warps until they end (False) or all wait at a kernel.cluster_sync (True)."""
-        self._live = self._schedule(self._gens, self._live)
-        return bool(self._live)
-
-    def release_cluster(self) -> None:
-        """Every block of the cluster has reached the kernel.cluster_sync: a new epoch, for peers' reads too."""
-        self._check_unwritten_reads()
-        for w in self._live:
-            w.waiting = None
-        self.epoch += 1
-        self.cluster_epoch = self.epoch
-
-    def finish(self) -> None:
+    def run(self) -> None:
+        gens = {w.index: self._warp_program(w) for w in self.warps}
+        live = list(self.warps)
+        self._schedule(gens, live)
         self._check_unwritten_reads()
         self._check_registers()
 
@@ -308,8 +241,7 @@ class BlockSim:
                 f" {target().registers_per_sm}: a kernel.setmaxnreg inc would wait forever",
             )
 
-    def _schedule(self, gens, live) -> list:
-        """Runs the warps; returns those left when all of them wait at a kernel.cluster_sync (none when done)."""
+    def _schedule(self, gens, live) -> None:
         while live:
             progressed = False
             for w in live:
@@ -326,16 +258,6 @@ class BlockSim:
                     w.done = True
                 progressed = True
             live = [w for w in live if not w.done]
-            at_cluster = [w for w in live if w.waiting is not None and w.waiting[0] == "cluster"]
-            if live and len(at_cluster) == len(live):
-                if len(live) != len(self.warps):
-                    ended = next(w for w in self.warps if w.done)
-                    raise self._error(
-                        at_cluster[0].waiting[1],
-                        f"warp {at_cluster[0].index} waits for its cluster, but warp {ended.index} has finished",
-                        at_cluster[0],
-                    )
-                return live
             at_barrier = [w for w in live if w.waiting is not None and w.waiting[0] == "barrier"]
             if live and len(at_barrier) == len(live):
                 if len(live) != len(self.warps):
@@ -363,9 +285,8 @@ class BlockSim:
             if not progressed and live:
                 if self._land_transactions():
                     continue
-                if at_barrier or at_cluster:
-                    at_barrier = at_barrier or at_cluster
-                    blocked = next(w for w in live if w.waiting[0] != at_barrier[0].waiting[0])
+                if at_barrier:
+                    blocked = next(w for w in live if w.waiting[0] != "barrier")
                     w0 = at_barrier[0]
                     raise self._error(w0.waiting[1], f"deadlock: warp {blocked.index} never reaches this barrier", w0)
                 w = live[0]
@@ -749,8 +670,6 @@ def _read(sim, op, mem, addrs, mask, w) -> np.ndarray:
     if isinstance(mem, GlobalBuffer):
         _check_before_wait(sim, op, mem, a, w, "reads")
         _check_global_read(sim, op, mem, a, tids, w)
-    elif isinstance(mem, PeerBuffer):
-        _check_peer_read(sim, op, mem, a, w)
     else:
         _check_shared_read(sim, op, mem, a, tids, w)
     out = np.zeros(addrs.shape, dtype=mem.data.dtype)
@@ -836,18 +755,6 @@ def _check_shared_write_order(sim, op, mem: SharedBuffer, a, tids) -> None:
                     f"race: {sim._thread_name(early[1])} reads shared address {addr} before {sim._thread_name(t)}"
                     f" writes it, with no barrier between them (missing kernel.barrier?) [block {tuple(sim.block_idx)}]"
                 )
-
-
-def _check_peer_read(sim, op, mem: PeerBuffer, a, w) -> None:
-    late = ~mem.buf.written[a] | (mem.buf.w_epoch[a] >= mem.owner.cluster_epoch)
-    if late.any():
-        k = int(np.argmax(late))
-        raise sim._error(
-            op,
-            f"reads shared address {int(a[k])} of block {tuple(mem.owner.block_idx)}, which it did not write before"
-            " the last kernel.cluster_sync",
-            w,
-        )
 
 
 def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
@@ -959,16 +866,8 @@ def _mem_dtype(mem) -> ScalarType:
 
 def _load(sim, op, values, mask, w, env):
     mem = values[op.mem]
-    if isinstance(mem, PeerLanes):
-        v = None
-        for buf, lanes in mem.buffers(mask):
-            got = _read(sim, op, buf, _addresses(sim, op, "index", buf, values, lanes, w, op.result.type), lanes, w)
-            v = got if v is None else np.where(lanes[:, None], got, v)
-        if v is None:  # no active lane
-            v = np.zeros((len(mask), *_per_thread(op.result.type)), dtype=mem.sim.shared[mem.buffer].data.dtype)
-    else:
-        addrs = _addresses(sim, op, "index", mem, values, mask, w, op.result.type)
-        v = _read(sim, op, mem, addrs, mask, w)
+    addrs = _addresses(sim, op, "index", mem, values, mask, w, op.result.type)
+    v = _read(sim, op, mem, addrs, mask, w)
     values[op.result] = v.reshape((len(mask), *_per_thread(op.result.type)))
 
 
@@ -1078,22 +977,6 @@ def _captured(region) -> list:
     inside = {r for o in ops for r in o.results} | set(region.block.args)
     inside |= {a for o in ops for reg in o.regions for b in reg.blocks for a in b.args}
     return list(dict.fromkeys(v for o in ops for v in o.operands if v not in inside))
-
-
-def _cluster_sync(sim, op, values, mask, w, env):
-    if not mask.all():
-        raise sim._error(op, "cluster_sync reached by only part of the warp (in divergent control flow)", w)
-    yield ("cluster", op)
-
-
-def _peer(sim, op, values, mask, w, env):
-    """Each lane's rank: its loads read the shared buffer of that block of the cluster (`PeerLanes`)."""
-    (rank,) = sim._index(op, "rank", values, mask, w)
-    bad = mask & ((rank < 0) | (rank >= len(sim.cluster)))
-    if bad.any():
-        lane = int(np.argmax(bad))
-        raise sim._error(op, f"maps rank {int(rank[lane])} of a cluster of {len(sim.cluster)} blocks", w, lane)
-    values[op.peer] = PeerLanes(sim, op.buffer, np.where(mask, rank, 0))
 
 
 def _barrier(sim, op, values, mask, w, env):
@@ -1441,7 +1324,6 @@ _SIMPLE = {
     DL.GridDepWaitOp: _griddep_wait,
     DL.GridDepLaunchDependentsOp: _noop,
     DL.PrefetchL2Op: _prefetch_l2,
-    CL.PeerOp: _peer,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
     K.LdmatrixOp: _ldmatrix,
@@ -1463,6 +1345,5 @@ _BLOCKING = {
     K.ForOp: _for,
     K.IfOp: _if,
     K.BarrierOp: _barrier,
-    CL.ClusterSyncOp: _cluster_sync,
     K.MbarrierWaitOp: _mbarrier_wait,
 }

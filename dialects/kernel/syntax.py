@@ -290,15 +290,6 @@ class KernelSyntax:
         (mi, mn), refs = _bind([[i], [n]], mem.loc)
         return OpAST("kernel.prefetch_l2", operands=[mem, *refs], attrs={"index": mi, "bytes": mn}, result_types=[])
 
-    # ---- thread block clusters ----------------------------------------------------------------------------------
-    def kernel_cluster_sync(self, c):
-        return OpAST("kernel.cluster_sync", result_types=[])
-
-    def kernel_peer(self, c):
-        buf, rank, t = c
-        (m,), refs = _bind([[rank]], buf.loc)
-        return OpAST("kernel.peer", operands=[buf, *refs], attrs={"rank": m}, result_types=[t])
-
 
 def _frag_options(stride, transpose) -> dict:
     out = {}

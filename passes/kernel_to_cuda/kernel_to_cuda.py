@@ -127,9 +127,9 @@ def emit_kernel(kernel: K.KernelFuncOp) -> C.CudaKernelOp:
     return C.CudaKernelOp((), (), attrs, loc=kernel.loc)
 
 
-def _needs_sm90(op: Operation, what: str = "programmatic dependent launch") -> None:
+def _needs_sm90(op: Operation) -> None:
     if target().sm < 90:
-        raise op.error(f"needs sm_90 or later ({what}), and the target is {target().arch}")
+        raise op.error(f"needs sm_90 or later (programmatic dependent launch), and the target is {target().arch}")
 
 
 def origin(loc: Location) -> str | None:
@@ -229,13 +229,6 @@ def _numel(t) -> int:
 # target of its own for occupancy the schedule does not plan on, and spills (a 32 x 32 x 64 f32 product: 168
 # registers and 36 spill stores under a bare bound; a 32 x 128 x 2048 f16 split-K product on mma: 72 and 4).
 REGISTER_TILE_ELEMENTS = 64
-
-
-def _cluster_dims(k) -> str:
-    """` __cluster_dims__(x, y, z)` for a kernel launched in clusters: fixed at compile time, so a plain launch
-    (and a CUDA graph's) runs it in clusters."""
-    dims = k.attributes.get("cluster")
-    return f" __cluster_dims__({', '.join(map(str, dims))})" if dims else ""
 
 
 def _launch_bounds(k, fragments: bool) -> str:
@@ -402,7 +395,7 @@ class _Emitter(WarpgroupStatements):
         head += [
             f'#include "{PRELUDE_NAME}"',
             "",
-            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k, self.fragments)}){_cluster_dims(k)} {name}(',
+            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k, self.fragments)}) {name}(',
         ]
         head += [f"    {p}{',' if i < len(params) - 1 else ') {'}" for i, p in enumerate(params)]
         if not params:
@@ -774,16 +767,6 @@ class _Emitter(WarpgroupStatements):
         strides = op.attributes.get("strides") or K.default_strides(t.shape)
         for k, offset in enumerate(K.tile_offsets(t.shape, strides)):
             self.line(f"irf_atomic_{kind}({self.address(op, 'index', op.mem, offset)}, {self.name(v)}[{k}]);")
-
-    def op_cluster_sync(self, op):
-        _needs_sm90(op, "thread block clusters")
-        self.line("irf_cluster_sync();")
-
-    def op_peer(self, op):
-        _needs_sm90(op, "thread block clusters")
-        (rank,) = self.index(op, "rank")
-        t = op.peer.type
-        self.line(f"{self.ctype(t.dtype)}* const {self.name(op.peer)} = irf_map_peer({self.name(op.buffer)}, {rank});")
 
     def op_barrier(self, op):
         self.line("__syncthreads();")

@@ -47,7 +47,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import clusters, combines, flash, keyed, masked, memory, partials, tensor_cores
+from . import combines, flash, keyed, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -75,10 +75,8 @@ class LowerToKernel(Pass):
 
     def run(self, op: Operation) -> None:
         for func in [f for f in op.body.ops if isinstance(f, FuncOp)]:
-            joined = partials.split_kernels(func)
+            partials.split_kernels(func)
             _materialize_function(func, op, self.skip_masked, self.keyed_chunks)
-            for first, second, axis in joined:
-                clusters.join(op, func, first, second, axis)
 
 
 def _tile_kernels(module: Operation) -> list[T.KernelOp]:

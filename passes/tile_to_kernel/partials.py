@@ -9,9 +9,6 @@ second drops what came before the combine (its stores, and whatever only fed the
 combine's axis when nothing after the combine is distributed over that axis.
 
 This is a rewrite of tile IR into tile IR, done before materialization: each kernel then materializes as usual.
-Where the blocks along the axis fit a thread block cluster (`clusters.why_not`), the two kernels are joined again
-once materialized (`clusters.join`): the workspace is the cluster's shared memory, and the second kernel's part runs
-after a cluster barrier in the same blocks, its fold dealt over them.
 """
 
 from __future__ import annotations
@@ -44,12 +41,9 @@ def why_not(comb: T.CombineOp) -> str | None:
     return None
 
 
-def split_kernels(func: Operation) -> list[tuple[str, str, str]]:
+def split_kernels(func: Operation) -> None:
     """Replace every kernel of `func` that holds a combine via partials by its two kernels (repeatedly: the second
-    kernel may hold another). Returns (first, second, block axis) of the pairs a cluster joins again."""
-    from .clusters import why_not as why_not_cluster
-
-    joined = []
+    kernel may hold another)."""
     while True:
         found = next(
             ((k, c) for k in func.body.ops if isinstance(k, T.KernelOp) for c in k.walk()
@@ -57,11 +51,8 @@ def split_kernels(func: Operation) -> list[tuple[str, str, str]]:
             None,
         )  # fmt: skip
         if found is None:
-            return joined
-        cluster = found[1].attributes.get("via") != "partials" and why_not_cluster(*found) is None
-        first, second = _split(func, *found, cluster)
-        if cluster:
-            joined.append((first, second, found[1].over[0]))
+            return
+        _split(func, *found)
 
 
 def _position(kernel: T.KernelOp, target: Operation) -> int:
@@ -77,17 +68,15 @@ def shares(kernel: T.KernelOp, comb: T.CombineOp) -> int:
     return kernel.axis_size(comb.over[0])
 
 
-def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp, cluster: bool) -> tuple[str, str]:
+def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     blocks = shares(kernel, comb)
     loops = [lp for lp in T.enclosing_loops(comb) if isinstance(lp, T.ForOp)]
     ivs = [iv for lp in loops for iv in lp.ivs]
     points = [e for lp in loops for e in lp.extents]
-    # in a cluster's shared memory, a block holds its own tile's partials only: not indexed by the tiles' loops
-    per_block = {iv for lp in loops if cluster and set(lp.bind) & set(T.BLOCK_AXES) for iv in lp.ivs}
     name = kernel.sym_name
     work = []
     for v in comb.operands:  # a component that does not vary along a point index is stored once for all its values
-        used = tuple(iv not in per_block and varies(v, iv, set()) for iv in ivs)
+        used = tuple(varies(v, iv, set()) for iv in ivs)
         shape = (blocks, *(n if u else 1 for n, u in zip(points, used)))
         buf = T.BufferOp.build(TensorType(v.type, shape), f"{v.name_hint or name}_partials", comb.loc)
         func.body.insert_before(kernel, buf)
@@ -100,8 +89,7 @@ def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp, cluster: bool
     first.attributes["sym_name"] = f"{name}_partial"
     second.attributes["sym_name"] = f"{name}_combine"
     _store_partials(first, at, work, loops)
-    _fold_partials(second, at, work, loops, first.axis_size(comb.over[0]) if cluster else None)
-    return first.sym_name, second.sym_name
+    _fold_partials(second, at, work, loops)
 
 
 def _ivs(kernel: T.KernelOp, loops: list[T.ForOp], like: Operation) -> list:
@@ -137,9 +125,8 @@ def _store_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
         kernel.set_axis_size(axis, n)  # the blocks past the shares had only the erased loops to run
 
 
-def _fold_partials(kernel: T.KernelOp, at: int, work, loops, cluster: int | None) -> None:
-    """The second kernel: the combine's result folded from the workspace; what came before it, gone. In a cluster
-    (`cluster`: its blocks along the axis), the grid along the axis stays that many blocks, which share the fold."""
+def _fold_partials(kernel: T.KernelOp, at: int, work, loops) -> None:
+    """The second kernel: the combine's result folded from the workspace; what came before it, gone."""
     ops = list(kernel.walk())
     comb = ops[at]
     axis = comb.over[0]
@@ -177,8 +164,6 @@ def _fold_partials(kernel: T.KernelOp, at: int, work, loops, cluster: int | None
         band = next((lp for lp in T.enclosing_loops(fold) if lp.bind == ("threadIdx.x",)), None)
         if band is None or not _spread(kernel, band, axis):
             kernel.set_axis_size(axis, 1)
-    if cluster is not None:
-        kernel.set_axis_size(axis, cluster)
 
 
 def _spread(kernel: T.KernelOp, band: T.ForOp, axis: str) -> bool:
