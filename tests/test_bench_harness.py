@@ -118,6 +118,21 @@ def test_a_device_failure_ends_the_run_and_marks_the_rest(monkeypatch):
     assert all(e["status"] == "not run" for r in rows[1:] for e in r["systems"].values())
 
 
+def test_the_log_keeps_a_crash_trace_and_a_diagnostic_line():
+    """The log behind the error rows: a crash's traceback, but a diagnostic (an option a pass refuses) as its one
+    line, which says all there is."""
+
+    def crash(case, program):
+        raise ValueError("boom")
+
+    lines: list[str] = []
+    systems = [harness.eager(), SYSTEMS[3], System("crash", crash)]
+    run_suite([small_case()], systems, FakeTimer({"eager": [1.0]}), CPU, log=lines.append)
+    broken, crashed = (next(m for m in lines if f": {name} failed: " in m) for name in ("broken", "crash"))
+    assert broken.endswith("cannot compile this") and "Traceback" not in broken
+    assert "ValueError: boom" in crashed and "Traceback" in crashed
+
+
 def test_an_error_keeps_the_run_going():
     def sometimes(case, program):
         if case.id == "a":

@@ -37,7 +37,7 @@ from irforge.ir import Block, Operation, OpResult, Region
 from irforge.location import UNKNOWN
 from irforge.parser import OpAST, RegionAST, bind_index_values
 from irforge.scalar_ops import MONOIDS
-from irforge.types import ScalarType, index
+from irforge.types import index
 
 from . import indexing
 from .indexing import kernel_of
@@ -253,46 +253,7 @@ class ReduceOp(LoopOp):
 
     def verify_(self):
         self._verify_header()
-        monoids, init = self.attributes["monoids"], self.attributes["init"]
-        if len(monoids) != len(init) or not monoids:
-            raise self.error("needs one init tuple per monoid, and at least one monoid")
-        at = 0
-        for name, values in zip(monoids, init):
-            m = MONOIDS.get(name) if isinstance(name, str) else None
-            if m is None:
-                raise self.error(f"unknown monoid {name!r}; monoids are {', '.join(MONOIDS)}")
-            if not isinstance(values, tuple):
-                raise self.error(f"init of '{name}' must be a list of values")
-            why = m.check_width(len(values))
-            if why:
-                raise self.error(why)
-            types = [r.type for r in self.results[at : at + len(values)]]
-            if len(types) != len(values):
-                raise self.error(f"has {len(self.results)} result(s) but its carriers have more components")
-            for t in types:
-                if not isinstance(t, ScalarType):
-                    raise self.error(f"carriers are scalars, got {t}")
-            why = m.check_types(types)
-            if why:
-                raise self.error(why)
-            for v, t in zip(values, types):
-                if not t.holds(v):
-                    raise self.error(f"init {v!r} of '{name}' does not fit its {t} carrier")
-            at += len(values)
-        if at != len(self.results):
-            raise self.error(f"has {len(self.results)} result(s) but its carriers have {at} component(s)")
-        term = self.body.ops[-1] if self.body.ops else None
-        if not isinstance(term, YieldOp):
-            raise self.error("body must end with loop.yield")
-        got = [v.type for v in term.operands]
-        want = [r.type for r in self.results]
-        if got != want:
-            raise term.error(
-                f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})"
-            )
-        for op in self.walk():
-            if isinstance(op, StoreOp):
-                raise op.error("cannot be inside a loop.reduce (a reduction's body only computes its elements)")
+        indexing.verify_reduction(self, YieldOp, StoreOp)
 
     def print_custom(self, p):
         carriers = ", ".join(

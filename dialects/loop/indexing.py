@@ -18,7 +18,8 @@ from irforge.attributes import SymbolRef
 from irforge.index_expr import AffineMap, IndexExpr
 from irforge.ir import Operation, Value
 from irforge.location import UNKNOWN
-from irforge.types import TensorType, index
+from irforge.scalar_ops import MONOIDS
+from irforge.types import ScalarType, TensorType, index
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +184,59 @@ class LoopBase(Operation):
     @property
     def extents(self) -> tuple[int, ...]:
         raise NotImplementedError
+
+
+def verify_carriers(op: Operation, monoids, widths, types) -> None:
+    """The carriers of a reduction or a combine: known monoids, each with its number (`widths`) of scalar
+    components of types it takes, together the `types` given."""
+    at = 0
+    for name, width in zip(monoids, widths):
+        m = MONOIDS.get(name) if isinstance(name, str) else None
+        if m is None:
+            raise op.error(f"unknown monoid {name!r}; monoids are {', '.join(MONOIDS)}")
+        why = m.check_width(width)
+        if why:
+            raise op.error(why)
+        ts = types[at : at + width]
+        if len(ts) != width:
+            raise op.error(f"has {len(types)} carrier value(s) but its monoids need more")
+        for t in ts:
+            if not isinstance(t, ScalarType):
+                raise op.error(f"carriers are scalars, got {t}")
+        why = m.check_types(list(ts))
+        if why:
+            raise op.error(why)
+        at += width
+    if at != len(types):
+        raise op.error(f"has {len(types)} carrier value(s) but its monoids take {at}")
+
+
+def verify_reduction(op: LoopBase, yield_cls: type, store_cls: type) -> None:
+    """A reduction of the loop or tile level: one init tuple per monoid, fitting its carriers (the results), a body
+    that ends by yielding one element of the carriers' types and stores nothing."""
+    monoids, init = op.attributes["monoids"], op.attributes["init"]
+    if len(monoids) != len(init) or not monoids:
+        raise op.error("needs one init tuple per monoid, and at least one monoid")
+    for name, values in zip(monoids, init):
+        if not isinstance(values, tuple):
+            raise op.error(f"init of '{name}' must be a list of values")
+    verify_carriers(op, monoids, [len(values) for values in init], [r.type for r in op.results])
+    at = 0
+    for name, values in zip(monoids, init):
+        for v, r in zip(values, op.results[at : at + len(values)]):
+            if not r.type.holds(v):
+                raise op.error(f"init {v!r} of '{name}' does not fit its {r.type} carrier")
+        at += len(values)
+    term = op.body.ops[-1] if op.body.ops else None
+    if not isinstance(term, yield_cls):
+        raise op.error(f"body must end with {yield_cls.name}")
+    got = [v.type for v in term.operands]
+    want = [r.type for r in op.results]
+    if got != want:
+        raise term.error(f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})")
+    for inner in op.walk():
+        if isinstance(inner, store_cls):
+            raise inner.error(f"cannot be inside a {op.name} (a reduction's body only computes its elements)")
 
 
 def kernel_of(op: Operation) -> KernelBase | None:

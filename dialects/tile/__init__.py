@@ -44,7 +44,7 @@ from irforge.location import UNKNOWN
 from irforge.parser import OpAST, bind_index_values
 from irforge.scalar_ops import MONOIDS
 from irforge.target import target
-from irforge.types import ScalarType, TensorType, index
+from irforge.types import TensorType, index
 
 from ..launch import dims_text, launch_dims
 from ..loop import indexing
@@ -391,28 +391,7 @@ class ReduceOp(LoopOp):
 
     def verify_(self):
         self._verify_loop()
-        monoids, init = self.attributes["monoids"], self.attributes["init"]
-        if len(monoids) != len(init) or not monoids:
-            raise self.error("needs one init tuple per monoid, and at least one monoid")
-        _verify_carriers(self, monoids, [len(i) for i in init], [r.type for r in self.results])
-        at = 0
-        for name, values in zip(monoids, init):
-            for v, r in zip(values, self.results[at : at + len(values)]):
-                if not r.type.holds(v):
-                    raise self.error(f"init {v!r} of '{name}' does not fit its {r.type} carrier")
-            at += len(values)
-        term = self.body.ops[-1] if self.body.ops else None
-        if not isinstance(term, YieldOp):
-            raise self.error("body must end with tile.yield")
-        got = [v.type for v in term.operands]
-        want = [r.type for r in self.results]
-        if got != want:
-            raise term.error(
-                f"yields ({', '.join(map(str, got))}) but the reduction carries ({', '.join(map(str, want))})"
-            )
-        for op in self.walk():
-            if isinstance(op, StoreOp):
-                raise op.error("cannot be inside a tile.reduce (a reduction's body only computes its elements)")
+        indexing.verify_reduction(self, YieldOp, StoreOp)
 
     def print_custom(self, p):
         carriers = ", ".join(
@@ -445,29 +424,6 @@ def carriers_of(monoids, widths_or_init, values) -> list[tuple]:
         out.append((MONOIDS[name], w, tuple(values[at : at + n])))
         at += n
     return out
-
-
-def _verify_carriers(op, monoids, widths, types) -> None:
-    at = 0
-    for name, width in zip(monoids, widths):
-        m = MONOIDS.get(name) if isinstance(name, str) else None
-        if m is None:
-            raise op.error(f"unknown monoid {name!r}; monoids are {', '.join(MONOIDS)}")
-        why = m.check_width(width)
-        if why:
-            raise op.error(why)
-        ts = types[at : at + width]
-        if len(ts) != width:
-            raise op.error(f"has {len(types)} carrier value(s) but its monoids need more")
-        for t in ts:
-            if not isinstance(t, ScalarType):
-                raise op.error(f"carriers are scalars, got {t}")
-        why = m.check_types(list(ts))
-        if why:
-            raise op.error(why)
-        at += width
-    if at != len(types):
-        raise op.error(f"has {len(types)} carrier value(s) but its monoids take {at}")
 
 
 class YieldOp(Operation):
@@ -529,7 +485,7 @@ class CombineOp(Operation):
         monoids, widths, over = self.attributes["monoids"], self.attributes["widths"], self.attributes["over"]
         if not monoids or len(widths) != len(monoids) or any(not _is_int(w) for w in widths):
             raise self.error("needs at least one monoid, and one width (its number of components) per monoid")
-        _verify_carriers(self, monoids, widths, [v.type for v in self.operands])
+        indexing.verify_carriers(self, monoids, widths, [v.type for v in self.operands])
         if [r.type for r in self.results] != [v.type for v in self.operands]:
             raise self.error("results must have the types of the combined values")
         if not over or any(a not in AXES for a in over) or len(set(over)) != len(over):

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from irforge.diagnostics import IRForgeError
+
 from . import COMPILE_MODE
 from .case import DTYPE_NAMES, Case
 
@@ -179,8 +181,6 @@ class CaseError(Exception):
 
 
 def first_line(e: BaseException) -> str:
-    from irforge.diagnostics import IRForgeError
-
     if isinstance(e, CaseError):
         return str(e)
     text = e.render() if isinstance(e, IRForgeError) else f"{type(e).__name__}: {e}"
@@ -260,7 +260,9 @@ def run_case(case: Case, systems: list[System], timer: Timer, s: Settings, log=l
             _sync(s.device)
         except Exception as e:
             entry.update(status="error", detail=first_line(e))
-            log(f"{case.id}: {sys_.name} failed: {first_line(e)}\n{traceback.format_exc(limit=-3)}")
+            # a diagnostic (a refused option, an unsupported op) says all in its line; a crash's trace goes along
+            trace = "" if isinstance(e, (CaseError, IRForgeError)) else "\n" + traceback.format_exc(limit=-3)
+            log(f"{case.id}: {sys_.name} failed: {first_line(e)}{trace}")
             if not device_alive(s.device):
                 raise ContextLost(f"{case.id}: {sys_.name}: {first_line(e)}") from e
             continue

@@ -1,11 +1,13 @@
 """Clusters: the joined kernels give eager's answer, and the same bits on every call, launched one by one and
 replayed as a CUDA graph."""
+
 import sys
 
 import torch
 
 from irforge.bench.case import suite
-from irforge.compiler import compile as irc, params_in_use
+from irforge.compiler import compile as irc
+from irforge.compiler import params_in_use
 from irforge.runtime.executor import Executor
 
 for cid in sys.argv[1:]:
@@ -26,4 +28,5 @@ for cid in sys.argv[1:]:
         torch.cuda.synchronize()
         r = ref if isinstance(ref, torch.Tensor) else ref[0]
         err = float((first.double() - r.double()).norm() / r.double().norm())
-        print(f"{cid} graph={graph} kernels={names} clustered={clustered} rel_err={err:.2e} same_bits_200_calls={same}", flush=True)
+        line = f"{cid} graph={graph} kernels={names} clustered={clustered} rel_err={err:.2e}"
+        print(f"{line} same_bits_200_calls={same}", flush=True)
