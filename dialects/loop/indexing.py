@@ -1,5 +1,6 @@
 """Index expressions over SSA values, for passes that build and rewrite loads, stores and `loop.index`; and the
-base classes of the ops the loop and tile levels share (buffer subscripts, `index` values).
+base classes and checks of the ops the loop and tile levels share (buffer subscripts, `index` values,
+reductions).
 
 In the IR an op's index expressions are an `AffineMap` whose dimension `i` is the op's `i`-th index operand,
 numbered by first appearance in the printed text (what `parser.bind_index_values` produces), so that
