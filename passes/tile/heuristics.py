@@ -17,6 +17,7 @@ from irforge.dialects import tile as T
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
+from irforge.passes.tile_to_kernel.memory import producer_stages
 
 from irforge.target import target
 
@@ -709,8 +710,7 @@ class Heuristic:
         only the launch of the next block, which the GPU overlaps with the last block's end already), and each
         block walks at most PERSISTENT_TILES tiles (a fixed share of many tiles leaves the blocks that fall behind
         no way to hand work to others, as the GPU's own block scheduler does)."""
-        producer = any(isinstance(st, T.StageOp) and st.producer for st in kernel.walk())
-        return producer and band.work_items <= PERSISTENT_TILES * blocks
+        return bool(producer_stages(kernel)) and band.work_items <= PERSISTENT_TILES * blocks
 
     # ---- shared-memory layouts and copies: the bank model (passes/tile/banks.py) decides among these --------------
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
