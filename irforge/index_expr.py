@@ -423,6 +423,23 @@ def _linear(e: IndexExpr) -> tuple[dict[IndexExpr, int], int]:
     return {e: 1}, 0
 
 
+def split_terms(e: IndexExpr, rank) -> list[IndexExpr]:
+    """`e`'s linear terms grouped by `rank(atom)` (an int; groups in ascending rank), each group an expression and
+    the constant in the last: the parts sum to `e`. An address printed as `base + part0 + part1 ...` with its
+    loop-invariant parts first lets the CUDA compiler hoist them (one sum of 32-bit terms is widened to 64 bits
+    whole, each time)."""
+    terms, const = _linear(e)
+    groups: dict[int, dict[IndexExpr, int]] = {}
+    for atom, k in terms.items():
+        groups.setdefault(rank(atom), {})[atom] = k
+    parts = [_rebuild(groups[r], 0) for r in sorted(groups)]
+    if not parts:
+        return [Const(const)] if const else []
+    last = sorted(groups)[-1]
+    parts[-1] = _rebuild(groups[last], const)
+    return parts
+
+
 def scaled(e: IndexExpr, k: int) -> IndexExpr:
     """`e * k` with `k` distributed over `e`'s linear terms, so its constant part stays one constant (an address
     `base + 2 * (x + 8)` prints as `base + x * 2 + 16`, an immediate offset to the CUDA compiler)."""

@@ -86,20 +86,7 @@ class FastLALR:
         # Atomic: the skipped text is never given back to let a token start inside a comment.
         skip = "(?>(?:" + "|".join(f"(?:{t.pattern.to_regexp()})" for t in ignored) + ")*)" if ignored else ""
         self.skip = re.compile(skip, flags)
-        self.lexers = {}
-        by_scanner: dict = {}
-        for state, lexer in frontend.lexer.lexers.items():
-            scanner = lexer.scanner
-            if id(scanner) not in by_scanner:
-                alternatives = "|".join(
-                    f"(?P<{t.name}>{t.pattern.to_regexp()})"
-                    for t in scanner.terminals
-                    if t.name not in lexer.ignore_types
-                )
-                pattern = re.compile(f"{skip}(?:{alternatives})", flags)
-                newline = frozenset(t for t in lexer.newline_types if t not in lexer.ignore_types)
-                by_scanner[id(scanner)] = (pattern, dict(lexer.callback), newline)
-            self.lexers[state] = by_scanner[id(scanner)]
+        self.lexers = _StateLexers(frontend.lexer.lexers, skip, flags)
         self.kept = frozenset(kept)
 
     def parse(self, text: str):
@@ -176,6 +163,30 @@ class FastLALR:
                 if type_ == "$END" and state == end_state:
                     return value_stack[-1]
                 row = actions[state]
+
+
+class _StateLexers(dict):
+    """{parser state: (pattern, re-typing callbacks, terminals spanning lines)}, each built the first time a parse
+    reaches its state: a parser has some 230 states and a file visits a fraction, and building one is a regex
+    compile (and lark's scanner) that would otherwise cost every process a second at startup."""
+
+    def __init__(self, lexers: dict, skip: str, flags):
+        super().__init__()
+        self.lark_lexers, self.skip, self.flags = lexers, skip, flags
+        self.by_scanner: dict = {}
+
+    def __missing__(self, state):
+        lexer = self.lark_lexers[state]
+        scanner = lexer.scanner
+        if id(scanner) not in self.by_scanner:
+            alternatives = "|".join(
+                f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals if t.name not in lexer.ignore_types
+            )
+            pattern = re.compile(f"{self.skip}(?:{alternatives})", self.flags)
+            newline = frozenset(t for t in lexer.newline_types if t not in lexer.ignore_types)
+            self.by_scanner[id(scanner)] = (pattern, dict(lexer.callback), newline)
+        self[state] = self.by_scanner[id(scanner)]
+        return self[state]
 
 
 def _is_default_tree(f) -> bool:

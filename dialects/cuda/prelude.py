@@ -53,6 +53,12 @@ _FLOAT = {
     # ten-instruction range reduction; softmax and attention chains are that much shorter (Triton lowers exp so).
     "exp": ("return exp2f(a * 1.4426950408889634f);", "return exp(a);"),
     "exp_flush": ("return irf_ex2_ftz(a * 1.4426950408889634f);", "double r = exp(a); return r < 0x1p-126 ? 0.0 : r;"),
+    # exp(a - b) as ex2(a log2 e - b log2 e): one FFMA, the per-row b log2 e shared by the compiler (flash
+    # attention computes its weights so)
+    "exp_sub_flush": (
+        "return irf_ex2_ftz(fmaf(a, 1.4426950408889634f, -b * 1.4426950408889634f));",
+        "double r = exp(a - b); return r < 0x1p-126 ? 0.0 : r;",
+    ),
     "exp2": ("return exp2f(a);", "return exp2(a);"),
     "expm1": ("return expm1f(a);", "return expm1(a);"),
     "log": ("return logf(a);", "return log(a);"),

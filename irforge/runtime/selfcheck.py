@@ -115,7 +115,7 @@ _POSITIVE = {"log", "log2", "log1p", "sqrt", "rsqrt", "pow"}
 
 
 # Ops whose checks also take NaNs and -inf (their CUDA has its own NaN and flush handling).
-_SPECIALS = ("maximum", "minimum", "exp_flush")
+_SPECIALS = ("maximum", "minimum", "exp_flush", "exp_sub_flush")
 
 
 def scalar_op_program(name: str, dtype: str, n: int = 256) -> tuple[str, list[np.ndarray]] | None:

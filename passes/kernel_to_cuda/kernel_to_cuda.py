@@ -168,6 +168,16 @@ def _literal(v, t: ScalarType, index_t: str) -> str:
     return lit if name == "f32" else f"{HALF_TYPES[C_TYPES[name]][1]}({lit})"
 
 
+def _loop_depth(v: Value) -> int:
+    """How many `kernel.for` loops enclose the definition of `v` (a loop's index counts its own)."""
+    block = v.owner if isinstance(v.owner, Block) else v.owner.parent
+    depth = 0
+    while block is not None and (op := block.parent_op) is not None:
+        depth += isinstance(op, K.ForOp)
+        block = op.parent
+    return depth
+
+
 def c_index(e: ix.IndexExpr, leaf) -> str:
     """An index expression in C (operands are non-negative, so `/` and `%` agree with floordiv and mod)."""
     if isinstance(e, ix.Const):
@@ -700,8 +710,10 @@ class _Emitter(WarpgroupStatements):
         if isinstance(t, PtrType):
             (idx,) = op.exprs(group)
             names = [self.name(v) for v in op.index_operands]
-            text = c_index(idx + offset if offset else idx, lambda i: names[i])
-            return f"{self.name(mem)} + {text}" if text != "0" else self.name(mem)
+            depth = [_loop_depth(v) for v in op.index_operands]
+            rank = lambda atom: max((depth[d] for d in atom.dims()), default=-1)
+            parts = ix.split_terms(idx + offset if offset else idx, rank)
+            return " + ".join([self.name(mem), *(c_index(p, lambda i: names[i]) for p in parts)])
         off = self.smem_offset(op.exprs(group), op.index_operands, t, offset=offset)
         return f"{self.name(mem)} + {off}" if off != "0" else self.name(mem)
 

@@ -136,7 +136,8 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
 
     # 3. the new key: the carrier's joined with each row's largest x (the lane's, then the row's four lanes')
     (monoid, _, results) = op.carriers[0]
-    join, key_steps, outputs = monoid.keyed_program(len(results))
+    # the weights become the second product's 16-bit A: their exponentials fused (`Monoid.keyed_program`)
+    join, key_steps, outputs = monoid.keyed_program(len(results), fused=True)
     row_key = _across_quad(kb, join, kb.reduce(_KIND[join], x, axes=(1,)))
 
     def at_key(key: Value, components: list[Value]) -> list[Value]:

@@ -526,13 +526,22 @@ def copy(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
     vec = op.copy_width()
     numel = math.prod(box)
     t = dtype if vec == 1 else TensorType(dtype, (vec,))
-    with strided(kb, m.linear_thread() * vec, numel, m.tk.threads * vec, hint="e") as (_, e):
+    step = m.tk.threads * vec
+    with strided(kb, m.linear_thread() * vec, numel, step, hint="e") as (lp, e):
+        # A counted loop's item is trip * step + thread * vec: its box coordinates are simplified over those two
+        # ranges (`(k * 1024 + t * 8) floordiv 128` is `k * 8 + t floordiv 16`), so each trip's address is the
+        # thread's plus a constant, not a division the compiler redoes per copy.
+        counted = e is not lp.iv
+        item = ix.Dim(0) * step + ix.Dim(1) * vec if counted else ix.Dim(0)
+        ranges = (-(-numel // step), m.tk.threads) if counted else (numel,)
+        leaves = (Val(lp.iv), m.linear_thread()) if counted else (Val(e),)
         local, flat = [], ix.Const(0)
         for d, (o, n, size) in enumerate(zip(offsets, box, shape)):
             inner = math.prod(box[d + 1 :])
-            i = ix.Const(0) if n == 1 else Val(e) // inner if inner != 1 else Val(e)
+            i = ix.Const(0) if n == 1 else item // inner if inner != 1 else item
             if n > 1 and inner * n < numel:
                 i = i % n
+            i = ix.simplify(i, ranges).substitute(leaves)
             local.append(i)
             flat = flat * size + (o + i)
         dst = [Val(slot), *local] if slot is not None else local
@@ -541,6 +550,8 @@ def copy(m, op: T.StageOp, slot: Value | None, at: dict | None = None) -> None:
         else:
             v = kb.load(m.ptr[src], [flat], t, "v")
             kb.store(v, smem, dst)
+        if counted and not e.uses:
+            e.owner.erase()  # the item itself went unused: its coordinates were taken from the trip and thread
 
 
 def _prefetched(loop: T.LoopOp) -> list[T.StageOp]:
