@@ -16,10 +16,11 @@ import functools
 import operator
 import re
 import types
+from dataclasses import dataclass
 
-from lark import Lark, Token
-from lark.parse_tree_builder import ChildFilterLALR, ChildFilterLALR_NoPlaceholders, ExpandSingleChild
-from lark.parsers.lalr_analysis import Shift
+from lark import Lark, Token, Tree
+from lark.lexer import UnlessCallback
+from lark.parse_tree_builder import ChildFilterLALR, ChildFilterLALR_NoPlaceholders, ExpandSingleChild, ParseTreeBuilder
 
 _FILTERS = (ChildFilterLALR, ChildFilterLALR_NoPlaceholders)
 
@@ -49,6 +50,22 @@ def _new_token(type_: str, value: str, pos: int, line: int, column: int) -> Toke
     return t
 
 
+@dataclass
+class Tables:
+    """What a FastLALR needs of a lark parser, as plain picklable data: loading it is a fraction of the time lark
+    takes to rebuild its parser from its own cache, which every process (each `irforge-opt` run) would pay."""
+
+    start_state: int
+    end_state: int
+    states: dict  # {state: {symbol: next state (a shift) | Rule (a reduction)}}
+    rules: list
+    kept: frozenset
+    skip: str
+    flags: int
+    scanners: list  # [(pattern, {terminal: {text: keyword terminal}}, terminals spanning lines)]
+    scanner_of: dict  # {state: index into scanners}
+
+
 class FastLALR:
     """Parse with `lark`'s LALR tables and contextual lexer (built with `parser="lalr"`, `lexer="contextual"`)."""
 
@@ -61,15 +78,8 @@ class FastLALR:
         self.end_state = table.end_states[start]
         if any(not hasattr(k, "expansion") for k in callbacks):
             raise ValueError("token callbacks are not supported")  # lark's `lexer_callbacks` / visit_tokens
-        # A reduction becomes (number of symbols, callback, the nonterminal it makes); a shift stays an int.
-        compiler = _CallbackCompiler(callbacks)
-        reductions = {}
-        for rule, cb in callbacks.items():
-            reductions[rule] = (len(rule.expansion), compiler.compile(rule, cb), rule.origin.name)
-        self.actions = {
-            state: {sym: (arg if action is Shift else reductions[arg]) for sym, (action, arg) in row.items()}
-            for state, row in table.states.items()
-        }
+        self.states = {state: {sym: arg for sym, (_, arg) in row.items()} for state, row in table.states.items()}
+        self.actions = _Actions(self.states, callbacks)
         # Terminals that some rule keeps as a child need a real Token; the rest (punctuation) are dropped by the
         # tree builder, so their plain text is pushed instead.
         kept = set()
@@ -88,6 +98,48 @@ class FastLALR:
         self.skip = re.compile(skip, flags)
         self.lexers = _StateLexers(frontend.lexer.lexers, skip, flags)
         self.kept = frozenset(kept)
+        self.rules = lark.rules
+
+    def tables(self) -> Tables | None:
+        """This parser as plain data (every state's lexer built), or None where a lexer re-types tokens in a way
+        the data cannot say (a keyword terminal with flags)."""
+        scanners, scanner_of, seen = [], {}, {}
+        for state in self.states:
+            pattern, retype, newline = self.lexers[state]
+            key = id(pattern)
+            if key not in seen:
+                words = {}
+                for name, cb in retype.items():
+                    if not isinstance(cb, UnlessCallback) or any(t.pattern.flags for t in cb.scanner.terminals):
+                        return None
+                    words[name] = {t.pattern.value: t.name for t in cb.scanner.terminals}
+                seen[key] = len(scanners)
+                scanners.append((pattern.pattern, words, newline))
+            scanner_of[state] = seen[key]
+        return Tables(
+            self.start_state,
+            self.end_state,
+            self.states,
+            list(self.rules),
+            self.kept,
+            self.skip.pattern,
+            self.skip.flags,
+            scanners,
+            scanner_of,
+        )
+
+    @classmethod
+    def from_tables(cls, t: Tables, transformer) -> FastLALR:
+        """The parser `t` describes, reducing with `transformer`'s callbacks (built as lark builds them for a
+        parser with `maybe_placeholders=True`)."""
+        self = cls.__new__(cls)
+        self.start_state, self.end_state, self.states, self.rules = t.start_state, t.end_state, t.states, t.rules
+        callbacks = ParseTreeBuilder(t.rules, Tree, False, False, True).create_callback(transformer)
+        self.actions = _Actions(t.states, callbacks)
+        self.skip = re.compile(t.skip, t.flags)
+        self.lexers = _TableLexers(t)
+        self.kept = t.kept
+        return self
 
     def parse(self, text: str):
         actions, lexers, kept, nesting = self.actions, self.lexers, self.kept, _NESTING
@@ -186,6 +238,57 @@ class _StateLexers(dict):
             newline = frozenset(t for t in lexer.newline_types if t not in lexer.ignore_types)
             self.by_scanner[id(scanner)] = (pattern, dict(lexer.callback), newline)
         self[state] = self.by_scanner[id(scanner)]
+        return self[state]
+
+
+class _Actions(dict):
+    """{state: {symbol: next state | (number of symbols, callback, the nonterminal it makes)}}: each state's row,
+    and each rule's callback, made when a parse first reaches it (a file visits a fraction of the states)."""
+
+    def __init__(self, states: dict, callbacks: dict):
+        super().__init__()
+        self.states, self.callbacks = states, callbacks
+        self.compiler = _CallbackCompiler(callbacks)
+        self.reductions: dict = {}
+
+    def __missing__(self, state):
+        row = {}
+        for sym, arg in self.states[state].items():
+            if not isinstance(arg, int):
+                if arg not in self.reductions:
+                    made = self.compiler.compile(arg, self.callbacks[arg])
+                    self.reductions[arg] = (len(arg.expansion), made, arg.origin.name)
+                arg = self.reductions[arg]
+            row[sym] = arg
+        self[state] = row
+        return row
+
+
+class _Keywords:
+    """lark's re-typing of a token that spells a keyword (`UnlessCallback` over literal strings)."""
+
+    def __init__(self, words: dict):
+        self.words = words
+
+    def __call__(self, t):
+        t.type = self.words.get(t.value, t.type)
+        return t
+
+
+class _TableLexers(dict):
+    """`_StateLexers` from `Tables`: each distinct pattern compiled when a parse first needs it."""
+
+    def __init__(self, t: Tables):
+        super().__init__()
+        self.t, self.built = t, {}
+
+    def __missing__(self, state):
+        i = self.t.scanner_of[state]
+        if i not in self.built:
+            pattern, words, newline = self.t.scanners[i]
+            retype = {name: _Keywords(w) for name, w in words.items()}
+            self.built[i] = (re.compile(pattern, self.t.flags), retype, newline)
+        self[state] = self.built[i]
         return self[state]
 
 

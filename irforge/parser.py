@@ -11,15 +11,20 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import pickle
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 from lark import Lark, Token, Transformer
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import index_expr as ix
 from .attributes import UNIT, DictAttr, SymbolRef
+from .cache import atomic_write as _atomic_write
+from .cache import cache_root
 from .diagnostics import IRForgeError, decode_source, error, register_source
 from .index_expr import AffineMap, IndexExpr
 from .ir import Block, Operation, Region, Value
@@ -393,7 +398,7 @@ def _unquote(tok, loc: Location = UNKNOWN) -> str:
 
 
 # ---- building the parser ---------------------------------------------------------------------------------------
-_PARSERS: dict[str, tuple[Lark, CoreSyntax, FastLALR | None]] = {}
+_PARSERS: dict[str, tuple[Lark, FastLALR | None, CoreSyntax]] = {}
 _EXTEND = re.compile(r"^%extend\s+custom_op\s*:(.*)$", re.M)
 
 
@@ -420,20 +425,57 @@ def _parser():
                 raise ValueError(f"no syntax callback for custom op rule '{rule}'")
             body[rule] = _keyword_wrapper(fn, strip)
         syntax = type("Syntax", (*mixins, CoreSyntax), body)()
-        lark = Lark(
-            grammar,
-            parser="lalr",
-            lexer="contextual",
-            transformer=syntax,
-            maybe_placeholders=True,
-            cache=True,
-        )
-        try:
-            fast = FastLALR(lark)
-        except Exception:  # lark's internals changed shape: parse with lark itself (slower, same result)
-            fast = None
-        _PARSERS[key] = (lark, syntax, fast)
-    return _PARSERS[key]
+
+        def build() -> Lark:
+            return Lark(
+                grammar, parser="lalr", lexer="contextual", transformer=syntax, maybe_placeholders=True, cache=True
+            )
+
+        _PARSERS[key] = (*_fast_parser(key, build, syntax), syntax)
+    lark, fast, syntax = _PARSERS[key]
+    return lark, syntax, fast
+
+
+# The tables' file format: bumped when `lalr.Tables` changes shape.
+_TABLES_FORMAT = 1
+
+
+def _fast_parser(key: str, build, syntax) -> tuple:
+    """(lark's parser, the FastLALR or None). The FastLALR's tables are kept in the cache folder by grammar: a
+    process that finds them loads them and builds lark's parser only if a parse fails (to say why), which halves
+    the startup of every `irforge-opt` run."""
+    path = _tables_path(key)
+    try:
+        tables = pickle.loads(path.read_bytes())
+        return _Later(build), FastLALR.from_tables(tables, syntax)
+    except Exception:  # no tables yet, or unreadable ones: build lark's parser and write them
+        pass
+    lark = build()
+    try:
+        fast = FastLALR(lark)
+    except Exception:  # lark's internals changed shape: parse with lark itself (slower, same result)
+        return lark, None
+    tables = fast.tables()
+    if tables is not None:
+        _atomic_write(path, pickle.dumps(tables, protocol=pickle.HIGHEST_PROTOCOL))
+    return lark, fast
+
+
+def _tables_path(key: str) -> Path:
+    tag = hashlib.sha256(f"{key}\0{lark_version}\0{_TABLES_FORMAT}".encode()).hexdigest()
+    return cache_root() / "parser" / f"{tag}.pickle"
+
+
+class _Later:
+    """lark's parser, built on first use."""
+
+    def __init__(self, build):
+        self._build, self._lark = build, None
+
+    def __getattr__(self, name):
+        if self._lark is None:
+            self._lark = self._build()
+        return getattr(self._lark, name)
 
 
 def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:

@@ -3,6 +3,8 @@ on input that parses, and a fallback (so lark reports the error) on input that d
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -47,6 +49,21 @@ def test_corpus_parses_the_same():
     outcomes = [both(lark, fast, text)[0] for text in CORPUS]
     # The lit files of deliberately invalid IR (--verify-diagnostics tests) fail in a callback, alike in both.
     assert "syntax error" not in outcomes[:1] and outcomes.count("ok") >= len(CORPUS) * 3 // 4, outcomes
+
+
+def from_tables(fast, transformer):
+    """The parser rebuilt from its tables, after a trip through pickle (as a later process loads them)."""
+    tables = fast.tables()
+    assert tables is not None
+    return FastLALR.from_tables(pickle.loads(pickle.dumps(tables)), transformer)
+
+
+def test_corpus_parses_the_same_from_tables():
+    lark, syntax, fast = _parser()
+    syntax.file = "<same>"
+    again = from_tables(fast, syntax)
+    outcomes = [both(lark, again, text)[0] for text in CORPUS]
+    assert outcomes.count("ok") >= len(CORPUS) * 3 // 4, outcomes
 
 
 @SAME
@@ -107,6 +124,13 @@ TOY_WORDS = ["x", "y1", "=", ";", "+", "(", ")", ",", "print", "nop", "{", "}", 
 @given(st.lists(st.sampled_from(TOY_WORDS) | st.sampled_from([" ", "\n", "# c\n", "\t"]), max_size=30))
 def test_toy_grammar_random_token_streams(toy, words):
     both(*toy, " ".join(words))
+
+
+@SAME
+@given(st.lists(st.sampled_from(TOY_WORDS) | st.sampled_from([" ", "\n", "# c\n", "\t"]), max_size=30))
+def test_toy_grammar_from_tables(toy, words):
+    lark, fast = toy
+    both(lark, from_tables(fast, ToyTransformer()), " ".join(words))
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ def compile_model(
     distinct kernel is also compiled by NVRTC for the default target (its cubin cache is the runtime's). The result
     is cached on disk, keyed by the config, the sizes, the level and the sources of irforge, torch and transformers.
     """
-    from irforge.runtime.nvrtc import cache_dir
+    from irforge.cache import cache_root
 
     from .configs import load_config
     from .hf import check_sizes
@@ -185,7 +185,7 @@ def compile_model(
     check_sizes(config, batch, prompt_len, max_len)
     spec_name = spec if isinstance(spec, str) else type(config).__name__
     jobs = [(config, name, dtype, batch, seq, max_len, level) for name, seq in (("prefill", prompt_len), ("decode", 1))]
-    path = cache_dir().parent / "models" / f"{_cache_key(jobs)}.json" if cache else None
+    path = cache_root() / "models" / f"{_cache_key(jobs)}.json" if cache else None
     t, cpu = time.perf_counter(), _cpu_seconds()
     if path is not None and path.exists():
         done = json.loads(path.read_text())

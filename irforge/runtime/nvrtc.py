@@ -15,10 +15,10 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.cache import atomic_write, cache_root
 from irforge.diagnostics import Diagnostic, IRForgeError
 from irforge.location import FileLineColLoc
 
@@ -111,8 +111,7 @@ class Cubin:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("IRFORGE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "irforge")
-    return Path(root) / "cubin"
+    return cache_root() / "cubin"
 
 
 def _options(arch: str, extra) -> list[str]:
@@ -149,8 +148,8 @@ def compile_cuda(
         return Cubin(name, arch, path.read_bytes(), log_path.read_text(encoding="utf-8"), key, True)
     image, log = _run_nvrtc(source, name, opts, hdrs)
     if use_cache:
-        _atomic_write(log_path, log.encode())
-        _atomic_write(path, image)
+        atomic_write(log_path, log.encode())
+        atomic_write(path, image)
     return Cubin(name, arch, image, log, key, False)
 
 
@@ -197,18 +196,6 @@ def resource_usage(source: str, name: str = "kernel", *, arch: str | None = None
     NVRTC prints it, no GPU needed."""
     cubin = compile_cuda(source, name, arch=arch, options=options, headers=headers)
     return parse_resource_usage(cubin.log)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write through a temporary file and a rename, so concurrent compilers never see half a cubin."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache costs recompilation, nothing else
 
 
 def _run_nvrtc(source: str, name: str, opts: list[str], headers: dict[str, str]) -> tuple[bytes, str]:
