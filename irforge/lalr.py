@@ -110,6 +110,9 @@ class FastLALR:
             if key not in seen:
                 words = {}
                 for name, cb in retype.items():
+                    if isinstance(cb, _Keywords):  # a parser built from tables
+                        words[name] = cb.words
+                        continue
                     if not isinstance(cb, UnlessCallback) or any(t.pattern.flags for t in cb.scanner.terminals):
                         return None
                     words[name] = {t.pattern.value: t.name for t in cb.scanner.terminals}

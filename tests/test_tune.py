@@ -380,3 +380,15 @@ def test_bench_tuned_replays_through_its_pipeline(planted, tmp_path):
     copy.record(Entry(Key("other", "sm_90a", "v"), "x", {"p": {"o": 1}}, 1.0, 2.0), [])
     after = CompileCache.key(case, systems["irforge-tuned"], "sm_90a")
     assert before["tuning"] and after["tuning"] != before["tuning"]  # new winners: compiled again
+
+
+def test_the_committed_winners_are_of_the_current_schedule():
+    """A winner is looked up by the schedule's version (its passes, option values and domains): once the default
+    lowering changes, committed winners of the old version are never found and `bench --tuned` silently times the
+    heuristic schedules. The winners must then be tuned again (bench/tune_gpu.py)."""
+    from irforge.tune.space import space_version
+
+    winners = json.loads((Path(frontend.__file__).parent / "tune" / "winners.json").read_text())["winners"]
+    version = space_version(split_lowering()[1])
+    stale = sorted({w["name"] for w in winners if w["version"] != version})
+    assert winners and not stale, f"{len(stale)} of {len(winners)} winners are of another schedule: {stale[:5]}"
