@@ -436,10 +436,6 @@ def _parser():
     return lark, syntax, fast
 
 
-# The tables' file format: bumped when `lalr.Tables` changes shape.
-_TABLES_FORMAT = 1
-
-
 def _fast_parser(key: str, build, syntax) -> tuple:
     """(lark's parser, the FastLALR or None). The FastLALR's tables are kept in the cache folder by grammar: a
     process that finds them loads them and builds lark's parser only if a parse fails (to say why), which halves
@@ -462,7 +458,9 @@ def _fast_parser(key: str, build, syntax) -> tuple:
 
 
 def _tables_path(key: str) -> Path:
-    tag = hashlib.sha256(f"{key}\0{lark_version}\0{_TABLES_FORMAT}".encode()).hexdigest()
+    """By grammar, lark's version and the source of the driver that made the tables (which defines their shape)."""
+    driver = resources.files(__package__).joinpath("lalr.py").read_bytes()
+    tag = hashlib.sha256(f"{key}\0{lark_version}\0".encode() + driver).hexdigest()
     return cache_root() / "parser" / f"{tag}.pickle"
 
 

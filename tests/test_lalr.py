@@ -153,3 +153,24 @@ def test_positions_after_multiline_tokens(toy):
     text = "x = <<<a\nb\n>>>;\n  # c\n  y = 2;"
     assert [(s[2], s[3]) for s in fast.parse(text).children] == [(1, 1), (5, 3)]
     assert repr(fast.parse(text)) == repr(lark.parse(text))
+
+
+def test_unreadable_tables_are_made_again(tmp_path, monkeypatch):
+    """A tables file that does not load (cut short by a crash, written by another version) costs a rebuild: the
+    parser comes from lark, parses, and writes tables that the next process loads."""
+    import irforge.parser as P
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(P, "_PARSERS", {})
+    P._parser()
+    (path,) = (tmp_path / "parser").glob("*.pickle")
+    path.write_bytes(b"not a pickle")
+    monkeypatch.setattr(P, "_PARSERS", {})
+    lark, syntax, fast = P._parser()
+    assert fast is not None and type(lark).__name__ == "Lark"  # built anew, not loaded
+    assert pickle.loads(path.read_bytes()).states == fast.states  # and written again
+    monkeypatch.setattr(P, "_PARSERS", {})
+    lark, syntax, fast = P._parser()
+    assert type(lark).__name__ == "_Later"  # loaded from the tables; lark's parser waits for a parse to fail
+    syntax.file = "<same>"
+    assert both(lark, fast, CORPUS[0])[0] == "ok"
