@@ -70,79 +70,29 @@ class FastLALR:
     """Parse with `lark`'s LALR tables and contextual lexer (built with `parser="lalr"`, `lexer="contextual"`)."""
 
     def __init__(self, lark: Lark, start: str = "start"):
-        frontend = lark.parser
-        parser = frontend.parser.parser
-        table = parser.parse_table
-        callbacks = parser.callbacks
-        self.start_state = table.start_states[start]
-        self.end_state = table.end_states[start]
+        callbacks = lark.parser.parser.parser.callbacks
         if any(not hasattr(k, "expansion") for k in callbacks):
             raise ValueError("token callbacks are not supported")  # lark's `lexer_callbacks` / visit_tokens
-        self.states = {state: {sym: arg for sym, (_, arg) in row.items()} for state, row in table.states.items()}
-        self.actions = _Actions(self.states, callbacks)
-        # Terminals that some rule keeps as a child need a real Token; the rest (punctuation) are dropped by the
-        # tree builder, so their plain text is pushed instead.
-        kept = set()
-        for rule in lark.rules:
-            for sym in rule.expansion:
-                if sym.is_term and (not sym.filter_out or rule.options.keep_all_tokens):
-                    kept.add(sym.name)
-        # Per state: one pattern that skips ignored text (whitespace, comments) and then matches one of the
-        # state's terminals, in lark's order. This assumes what any sane grammar does: no terminal starts with
-        # text an ignored terminal matches.
-        flags = lark.lexer_conf.g_regex_flags
-        terminals = {t.name: t for t in lark.terminals}
-        ignored = [terminals[name] for name in lark.lexer_conf.ignore]
-        # Atomic: the skipped text is never given back to let a token start inside a comment.
-        skip = "(?>(?:" + "|".join(f"(?:{t.pattern.to_regexp()})" for t in ignored) + ")*)" if ignored else ""
-        self.skip = re.compile(skip, flags)
-        self.lexers = _StateLexers(frontend.lexer.lexers, skip, flags)
-        self.kept = frozenset(kept)
-        self.rules = lark.rules
-
-    def tables(self) -> Tables | None:
-        """This parser as plain data (every state's lexer built), or None where a lexer re-types tokens in a way
-        the data cannot say (a keyword terminal with flags)."""
-        scanners, scanner_of, seen = [], {}, {}
-        for state in self.states:
-            pattern, retype, newline = self.lexers[state]
-            key = id(pattern)
-            if key not in seen:
-                words = {}
-                for name, cb in retype.items():
-                    if isinstance(cb, _Keywords):  # a parser built from tables
-                        words[name] = cb.words
-                        continue
-                    if not isinstance(cb, UnlessCallback) or any(t.pattern.flags for t in cb.scanner.terminals):
-                        return None
-                    words[name] = {t.pattern.value: t.name for t in cb.scanner.terminals}
-                seen[key] = len(scanners)
-                scanners.append((pattern.pattern, words, newline))
-            scanner_of[state] = seen[key]
-        return Tables(
-            self.start_state,
-            self.end_state,
-            self.states,
-            list(self.rules),
-            self.kept,
-            self.skip.pattern,
-            self.skip.flags,
-            scanners,
-            scanner_of,
-        )
+        self._use(_tables_of(lark, start), callbacks)
 
     @classmethod
     def from_tables(cls, t: Tables, transformer) -> FastLALR:
         """The parser `t` describes, reducing with `transformer`'s callbacks (built as lark builds them for a
         parser with `maybe_placeholders=True`)."""
         self = cls.__new__(cls)
-        self.start_state, self.end_state, self.states, self.rules = t.start_state, t.end_state, t.states, t.rules
-        callbacks = ParseTreeBuilder(t.rules, Tree, False, False, True).create_callback(transformer)
+        self._use(t, ParseTreeBuilder(t.rules, Tree, False, False, True).create_callback(transformer))
+        return self
+
+    def _use(self, t: Tables, callbacks: dict) -> None:
+        self.t = t
+        self.start_state, self.end_state, self.kept = t.start_state, t.end_state, t.kept
         self.actions = _Actions(t.states, callbacks)
         self.skip = re.compile(t.skip, t.flags)
-        self.lexers = _TableLexers(t)
-        self.kept = t.kept
-        return self
+        self.lexers = _Lexers(t)
+
+    def tables(self) -> Tables:
+        """This parser as plain data (what `from_tables` takes)."""
+        return self.t
 
     def parse(self, text: str):
         actions, lexers, kept, nesting = self.actions, self.lexers, self.kept, _NESTING
@@ -220,28 +170,50 @@ class FastLALR:
                 row = actions[state]
 
 
-class _StateLexers(dict):
-    """{parser state: (pattern, re-typing callbacks, terminals spanning lines)}, each built the first time a parse
-    reaches its state: a parser has some 230 states and a file visits a fraction, and building one is a regex
-    compile (and lark's scanner) that would otherwise cost every process a second at startup."""
-
-    def __init__(self, lexers: dict, skip: str, flags):
-        super().__init__()
-        self.lark_lexers, self.skip, self.flags = lexers, skip, flags
-        self.by_scanner: dict = {}
-
-    def __missing__(self, state):
-        lexer = self.lark_lexers[state]
+def _tables_of(lark: Lark, start: str) -> Tables:
+    """`lark`'s parser as Tables: per state, one pattern that skips ignored text (whitespace, comments) and then
+    matches one of the state's terminals, in lark's order, and how lark re-types the tokens that spell keywords.
+    This assumes what any sane grammar does: no terminal starts with text an ignored terminal matches."""
+    table = lark.parser.parser.parser.parse_table
+    states = {state: {sym: arg for sym, (_, arg) in row.items()} for state, row in table.states.items()}
+    # Terminals that some rule keeps as a child need a real Token; the rest (punctuation) are dropped by the tree
+    # builder, so their plain text is pushed instead.
+    kept = set()
+    for rule in lark.rules:
+        for sym in rule.expansion:
+            if sym.is_term and (not sym.filter_out or rule.options.keep_all_tokens):
+                kept.add(sym.name)
+    terminals = {t.name: t for t in lark.terminals}
+    ignored = [terminals[name] for name in lark.lexer_conf.ignore]
+    # Atomic: the skipped text is never given back to let a token start inside a comment.
+    skip = "(?>(?:" + "|".join(f"(?:{t.pattern.to_regexp()})" for t in ignored) + ")*)" if ignored else ""
+    scanners, scanner_of, seen = [], {}, {}
+    for state, lexer in lark.parser.lexer.lexers.items():
         scanner = lexer.scanner
-        if id(scanner) not in self.by_scanner:
+        if id(scanner) not in seen:
             alternatives = "|".join(
                 f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals if t.name not in lexer.ignore_types
             )
-            pattern = re.compile(f"{self.skip}(?:{alternatives})", self.flags)
+            words = {}
+            for name, cb in lexer.callback.items():
+                if not isinstance(cb, UnlessCallback) or any(t.pattern.flags for t in cb.scanner.terminals):
+                    raise ValueError(f"terminal {name} is re-typed by a callback these tables cannot hold")
+                words[name] = {t.pattern.value: t.name for t in cb.scanner.terminals}
             newline = frozenset(t for t in lexer.newline_types if t not in lexer.ignore_types)
-            self.by_scanner[id(scanner)] = (pattern, dict(lexer.callback), newline)
-        self[state] = self.by_scanner[id(scanner)]
-        return self[state]
+            seen[id(scanner)] = len(scanners)
+            scanners.append((f"{skip}(?:{alternatives})", words, newline))
+        scanner_of[state] = seen[id(scanner)]
+    return Tables(
+        table.start_states[start],
+        table.end_states[start],
+        states,
+        list(lark.rules),
+        frozenset(kept),
+        skip,
+        lark.lexer_conf.g_regex_flags,
+        scanners,
+        scanner_of,
+    )
 
 
 class _Actions(dict):
@@ -278,8 +250,10 @@ class _Keywords:
         return t
 
 
-class _TableLexers(dict):
-    """`_StateLexers` from `Tables`: each distinct pattern compiled when a parse first needs it."""
+class _Lexers(dict):
+    """{parser state: (pattern, re-typing callbacks, terminals spanning lines)}, each pattern compiled the first time
+    a parse reaches a state that uses it: a parser has some 230 states and a file visits a fraction, and compiling
+    them all would cost every process a second at startup."""
 
     def __init__(self, t: Tables):
         super().__init__()

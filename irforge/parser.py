@@ -449,11 +449,9 @@ def _fast_parser(key: str, build, syntax) -> tuple:
     lark = build()
     try:
         fast = FastLALR(lark)
-    except Exception:  # lark's internals changed shape: parse with lark itself (slower, same result)
+    except Exception:  # lark's internals changed shape, or its lexer does what tables cannot hold: parse with lark
         return lark, None
-    tables = fast.tables()
-    if tables is not None:
-        _atomic_write(path, pickle.dumps(tables, protocol=pickle.HIGHEST_PROTOCOL))
+    _atomic_write(path, pickle.dumps(fast.tables(), protocol=pickle.HIGHEST_PROTOCOL))
     return lark, fast
 
 
