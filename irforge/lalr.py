@@ -84,15 +84,11 @@ class FastLALR:
         return self
 
     def _use(self, t: Tables, callbacks: dict) -> None:
-        self.t = t
+        self.tables = t  # this parser as plain data (what `from_tables` takes)
         self.start_state, self.end_state, self.kept = t.start_state, t.end_state, t.kept
         self.actions = _Actions(t.states, callbacks)
         self.skip = re.compile(t.skip, t.flags)
         self.lexers = _Lexers(t)
-
-    def tables(self) -> Tables:
-        """This parser as plain data (what `from_tables` takes)."""
-        return self.t
 
     def parse(self, text: str):
         actions, lexers, kept, nesting = self.actions, self.lexers, self.kept, _NESTING

@@ -451,7 +451,7 @@ def _fast_parser(key: str, build, syntax) -> tuple:
         fast = FastLALR(lark)
     except Exception:  # lark's internals changed shape, or its lexer does what tables cannot hold: parse with lark
         return lark, None
-    _atomic_write(path, pickle.dumps(fast.tables(), protocol=pickle.HIGHEST_PROTOCOL))
+    _atomic_write(path, pickle.dumps(fast.tables, protocol=pickle.HIGHEST_PROTOCOL))
     return lark, fast
 
 

@@ -53,7 +53,7 @@ def test_corpus_parses_the_same():
 
 def from_tables(fast, transformer):
     """The parser rebuilt from its tables, after a trip through pickle (as a later process loads them)."""
-    return FastLALR.from_tables(pickle.loads(pickle.dumps(fast.tables())), transformer)
+    return FastLALR.from_tables(pickle.loads(pickle.dumps(fast.tables)), transformer)
 
 
 def test_corpus_parses_the_same_from_tables():
@@ -166,7 +166,7 @@ def test_unreadable_tables_are_made_again(tmp_path, monkeypatch):
     monkeypatch.setattr(P, "_PARSERS", {})
     lark, syntax, fast = P._parser()
     assert fast is not None and type(lark).__name__ == "Lark"  # built anew, not loaded
-    assert pickle.loads(path.read_bytes()).states == fast.tables().states  # and written again
+    assert pickle.loads(path.read_bytes()).states == fast.tables.states  # and written again
     monkeypatch.setattr(P, "_PARSERS", {})
     lark, syntax, fast = P._parser()
     assert type(lark).__name__ == "_Later"  # loaded from the tables; lark's parser waits for a parse to fail
