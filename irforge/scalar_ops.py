@@ -17,9 +17,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from .types import ScalarType, boolean
+
+
+class _LazyNumpy:
+    """numpy, imported when first used: the interpreters compute with it, and importing it would cost every
+    `irforge-opt` run (which evaluates nothing) a fifth of its startup."""
+
+    def __getattr__(self, name):
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _LazyNumpy()
+
+
+def _numpy(name: str):
+    """numpy's function `name`, looked up when called (the tables below are built before numpy is imported)."""
+
+    def call(*args, **kwargs):
+        return getattr(np, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _erf(x):
@@ -123,21 +145,21 @@ SCALAR_OPS: dict[str, ScalarOp] = {
     o.name: o
     for o in [
         # arithmetic (any numeric type)
-        _op("add", 2, "arith", np.add, "+", "a + b"),
-        _op("sub", 2, "arith", np.subtract, "-", "a - b"),
-        _op("mul", 2, "arith", np.multiply, "*", "a * b"),
+        _op("add", 2, "arith", _numpy("add"), "+", "a + b"),
+        _op("sub", 2, "arith", _numpy("subtract"), "-", "a - b"),
+        _op("mul", 2, "arith", _numpy("multiply"), "*", "a * b"),
         _op("div", 2, "arith", _div, "/", "a / b (true division for floats, truncating for integers)"),
-        _op("floordiv", 2, "arith", np.floor_divide, None, "floor(a / b)"),
-        _op("remainder", 2, "arith", np.mod, None, "a - floor(a / b) * b (Python's %)"),
-        _op("fmod", 2, "arith", np.fmod, None, "a - trunc(a / b) * b, exactly (C's fmod: the sign of a)"),
-        _op("maximum", 2, "arith", np.maximum, None, "max(a, b), NaN-propagating"),
-        _op("minimum", 2, "arith", np.minimum, None, "min(a, b), NaN-propagating"),
-        _op("neg", 1, "arith", np.negative, None, "-a"),
-        _op("abs", 1, "arith", np.abs, None, "|a|"),
-        _op("sign", 1, "arith", np.sign, None, "-1, 0 or 1"),
+        _op("floordiv", 2, "arith", _numpy("floor_divide"), None, "floor(a / b)"),
+        _op("remainder", 2, "arith", _numpy("mod"), None, "a - floor(a / b) * b (Python's %)"),
+        _op("fmod", 2, "arith", _numpy("fmod"), None, "a - trunc(a / b) * b, exactly (C's fmod: the sign of a)"),
+        _op("maximum", 2, "arith", _numpy("maximum"), None, "max(a, b), NaN-propagating"),
+        _op("minimum", 2, "arith", _numpy("minimum"), None, "min(a, b), NaN-propagating"),
+        _op("neg", 1, "arith", _numpy("negative"), None, "-a"),
+        _op("abs", 1, "arith", _numpy("abs"), None, "|a|"),
+        _op("sign", 1, "arith", _numpy("sign"), None, "-1, 0 or 1"),
         # floating-point math
-        _op("pow", 2, "math", np.power, None, "a ** b"),
-        _op("exp", 1, "math", np.exp, None, "e ** a"),
+        _op("pow", 2, "math", _numpy("power"), None, "a ** b"),
+        _op("exp", 1, "math", _numpy("exp"), None, "e ** a"),
         _op("exp_flush", 1, "math", _exp_flush, None, "e ** a, results below 2 ** -126 flushed to 0"),
         _op(
             "exp_sub_flush",
@@ -148,38 +170,38 @@ SCALAR_OPS: dict[str, ScalarOp] = {
             "e ** (a - b), results below 2 ** -126 flushed to 0; on the GPU a fused multiply-add and ex2 "
             "(|b| * 2 ** -24 of error in the exponent)",
         ),
-        _op("exp2", 1, "math", np.exp2, None, "2 ** a"),
-        _op("expm1", 1, "math", np.expm1, None, "e ** a - 1"),
-        _op("log", 1, "math", np.log, None, "natural logarithm"),
-        _op("log2", 1, "math", np.log2, None, "base-2 logarithm"),
-        _op("log1p", 1, "math", np.log1p, None, "log(1 + a)"),
-        _op("sqrt", 1, "math", np.sqrt, None, "square root"),
+        _op("exp2", 1, "math", _numpy("exp2"), None, "2 ** a"),
+        _op("expm1", 1, "math", _numpy("expm1"), None, "e ** a - 1"),
+        _op("log", 1, "math", _numpy("log"), None, "natural logarithm"),
+        _op("log2", 1, "math", _numpy("log2"), None, "base-2 logarithm"),
+        _op("log1p", 1, "math", _numpy("log1p"), None, "log(1 + a)"),
+        _op("sqrt", 1, "math", _numpy("sqrt"), None, "square root"),
         _op("rsqrt", 1, "math", _rsqrt, None, "1 / sqrt(a)"),
-        _op("reciprocal", 1, "math", np.reciprocal, None, "1 / a"),
-        _op("sin", 1, "math", np.sin, None, "sine"),
-        _op("cos", 1, "math", np.cos, None, "cosine"),
-        _op("tan", 1, "math", np.tan, None, "tangent"),
-        _op("tanh", 1, "math", np.tanh, None, "hyperbolic tangent"),
+        _op("reciprocal", 1, "math", _numpy("reciprocal"), None, "1 / a"),
+        _op("sin", 1, "math", _numpy("sin"), None, "sine"),
+        _op("cos", 1, "math", _numpy("cos"), None, "cosine"),
+        _op("tan", 1, "math", _numpy("tan"), None, "tangent"),
+        _op("tanh", 1, "math", _numpy("tanh"), None, "hyperbolic tangent"),
         _op("sigmoid", 1, "math", _sigmoid, None, "1 / (1 + e ** -a)"),
         _op("erf", 1, "math", _erf, None, "error function"),
-        _op("floor", 1, "math", np.floor, None, "round down"),
-        _op("ceil", 1, "math", np.ceil, None, "round up"),
+        _op("floor", 1, "math", _numpy("floor"), None, "round down"),
+        _op("ceil", 1, "math", _numpy("ceil"), None, "round up"),
         _op("round", 1, "math", _round_half_even, None, "round half to even"),
-        _op("trunc", 1, "math", np.trunc, None, "round toward zero"),
+        _op("trunc", 1, "math", _numpy("trunc"), None, "round toward zero"),
         # comparisons (result bool)
-        _op("eq", 2, "compare", np.equal, "==", "a == b"),
-        _op("ne", 2, "compare", np.not_equal, "!=", "a != b"),
-        _op("lt", 2, "compare", np.less, "<", "a < b"),
-        _op("le", 2, "compare", np.less_equal, "<=", "a <= b"),
-        _op("gt", 2, "compare", np.greater, ">", "a > b"),
-        _op("ge", 2, "compare", np.greater_equal, ">=", "a >= b"),
+        _op("eq", 2, "compare", _numpy("equal"), "==", "a == b"),
+        _op("ne", 2, "compare", _numpy("not_equal"), "!=", "a != b"),
+        _op("lt", 2, "compare", _numpy("less"), "<", "a < b"),
+        _op("le", 2, "compare", _numpy("less_equal"), "<=", "a <= b"),
+        _op("gt", 2, "compare", _numpy("greater"), ">", "a > b"),
+        _op("ge", 2, "compare", _numpy("greater_equal"), ">=", "a >= b"),
         # logic (bool or integers)
-        _op("and", 2, "logic", np.bitwise_and, "&", "a and b (bitwise on integers)"),
-        _op("or", 2, "logic", np.bitwise_or, "|", "a or b (bitwise on integers)"),
-        _op("xor", 2, "logic", np.bitwise_xor, "^", "a xor b (bitwise on integers)"),
+        _op("and", 2, "logic", _numpy("bitwise_and"), "&", "a and b (bitwise on integers)"),
+        _op("or", 2, "logic", _numpy("bitwise_or"), "|", "a or b (bitwise on integers)"),
+        _op("xor", 2, "logic", _numpy("bitwise_xor"), "^", "a xor b (bitwise on integers)"),
         _op("not", 1, "logic", _not, None, "logical not (bitwise on integers)"),
         # choice
-        _op("select", 3, "select", np.where, None, "c ? a : b"),
+        _op("select", 3, "select", _numpy("where"), None, "c ? a : b"),
         # conversion (the result type comes from the op)
         _op("cast", 1, "cast", _cast, None, "convert to the result type"),
     ]
@@ -412,39 +434,39 @@ def _fold(op: str, x: np.ndarray, axis: int) -> np.ndarray:
 MONOIDS: dict[str, Monoid] = {
     m.name: m
     for m in [
-        Monoid("add", "add", np.sum, summary="sum"),
-        Monoid("mul", "mul", np.prod, summary="product"),
-        Monoid("max", "maximum", np.max, summary="maximum, NaN-propagating"),
-        Monoid("min", "minimum", np.min, summary="minimum, NaN-propagating"),
+        Monoid("add", "add", _numpy("sum"), summary="sum"),
+        Monoid("mul", "mul", _numpy("prod"), summary="product"),
+        Monoid("max", "maximum", _numpy("max"), summary="maximum, NaN-propagating"),
+        Monoid("min", "minimum", _numpy("min"), summary="minimum, NaN-propagating"),
         Monoid("online", "", None, None, "running max and sums rescaled to it (online softmax, flash attention)"),
     ]
 }
 
 
 # ---- dtypes in numpy ---------------------------------------------------------------------------------------------
-_NUMPY = {
-    "f64": np.float64,
-    "f32": np.float32,
-    "f16": np.float16,
-    "bf16": np.float32,  # held in float32, rounded to bf16 by `quantize`
-    "i64": np.int64,
-    "i32": np.int32,
-    "i16": np.int16,
-    "i8": np.int8,
-    "u8": np.uint8,
-    "bool": np.bool_,
-    "index": np.int64,
+_NUMPY = {  # numpy's names of them
+    "f64": "float64",
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "float32",  # held in float32, rounded to bf16 by `quantize`
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "bool": "bool_",
+    "index": "int64",
 }
 
 
 def numpy_dtype(t: ScalarType):
     """The numpy dtype that stores values of `t` (bf16 lives in float32)."""
-    return _NUMPY[t.name]
+    return getattr(np, _NUMPY[t.name])
 
 
 def compute_dtype(t: ScalarType):
     """The numpy dtype arithmetic on `t` happens in: half types compute in float32."""
-    return np.float32 if t.name in ("f16", "bf16") else _NUMPY[t.name]
+    return np.float32 if t.name in ("f16", "bf16") else numpy_dtype(t)
 
 
 def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
@@ -461,8 +483,8 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
         # Floats into narrow integers: truncate toward zero into 64 bits, then wrap (C leaves an out-of-range
         # conversion undefined; the CUDA prelude converts the same way, so both levels agree).
         with np.errstate(invalid="ignore"):
-            return np.trunc(x).astype(np.int64).astype(_NUMPY[t.name])
-    return x.astype(_NUMPY[t.name])
+            return np.trunc(x).astype(np.int64).astype(numpy_dtype(t))
+    return x.astype(numpy_dtype(t))
 
 
 def evaluate(name: str, args: list[np.ndarray], result: ScalarType) -> np.ndarray:

@@ -16,3 +16,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([PLUGINS, *filter(None, [os.environ.g
 @pytest.fixture(autouse=True, scope="session")
 def _no_tuning_database(tmp_path_factory):
     os.environ["IRFORGE_TUNE_DB"] = str(tmp_path_factory.mktemp("tuning") / "absent.sqlite")
+
+
+def pytest_collection_modifyitems(items):
+    # The long tests first: with the tests spread over workers, a long one started last is the whole run's tail.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

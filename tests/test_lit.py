@@ -79,6 +79,7 @@ def test_lint_catches_mistakes(tmp_path):
     assert lint(good) == []
 
 
+@pytest.mark.slow
 def test_lit_suite():
     lit = shutil.which("lit", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
     assert lit, "the 'lit' command is missing: install with '.[dev]'"

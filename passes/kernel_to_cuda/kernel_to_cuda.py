@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 from irforge.dialects.cuda import ops as C
 from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
 from irforge.dialects.kernel import dependent_launch as DL
@@ -148,6 +147,8 @@ def c_type(t: ScalarType, index_t: str) -> str:
 
 
 def _literal(v, t: ScalarType, index_t: str) -> str:
+    import numpy as np
+
     name = t.name
     if name == "bool":
         return "true" if v else "false"
@@ -289,6 +290,8 @@ def _is_array(t) -> bool:
 def _broadcast_index(i: str, shape, operand_shape) -> str:
     """The flat index into an operand of `operand_shape` for flat index `i` of a tile of `shape` it broadcasts to
     (a number when `i` is one)."""
+    import numpy as np
+
     if i.isdigit():
         pos = np.unravel_index(int(i), shape)
         return str(int(np.ravel_multi_index([p if m != 1 else 0 for p, m in zip(pos, operand_shape)], operand_shape)))
@@ -569,12 +572,16 @@ class _Emitter(WarpgroupStatements):
         self.line(f"const {self.ctype(t)} (&{self.name(op.result)})[{_numel(t)}] = {self.name(op.input)};")
 
     def op_extract(self, op):
+        import numpy as np
+
         t = op.tile.type
         shape = t.shape if isinstance(t, TensorType) else (t.per_lane,)
         flat = int(np.ravel_multi_index(op.attributes["position"], shape))
         self.line(f"const {self.ctype(op.result.type)} {self.name(op.result)} = {self.name(op.tile)}[{flat}];")
 
     def op_insert(self, op):
+        import numpy as np
+
         t = op.tile.type
         shape = t.shape if isinstance(t, TensorType) else (t.per_lane,)
         flat = int(np.ravel_multi_index(op.attributes["position"], shape))
@@ -582,6 +589,8 @@ class _Emitter(WarpgroupStatements):
         self.line(f"{self.name(op.result)}[{flat}] = {self.name(op.element)};")
 
     def op_reduce(self, op):
+        import numpy as np
+
         t = op.input.type
         et = t.dtype
         half = et.name in ("f16", "bf16")

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where it computes: the pass registry imports every pass at startup
+    import numpy as np
+
 from irforge.dialects.tensor import ConstantOp
 
 from irforge.pass_manager import Pass
@@ -10,6 +14,8 @@ from irforge.scalar_ops import MONOIDS, evaluate, quantize
 
 def _const(v):
     """The value of a splat constant (as its element type holds it), or None for anything else."""
+    import numpy as np
+
     op = getattr(v, "op", None)
     if not isinstance(op, ConstantOp):
         return None
@@ -17,6 +23,8 @@ def _const(v):
 
 
 def _py(a: np.ndarray, dtype):
+    import numpy as np
+
     x = np.asarray(a).reshape(-1)[0]
     if dtype.name == "bool":
         return bool(x)
@@ -33,6 +41,8 @@ class _Elementwise(RewritePattern):
     op_name = "tensor.elementwise"
 
     def match_and_rewrite(self, op, rw):
+        import numpy as np
+
         name = op.attributes["op"]
         vals = [_const(v) for v in op.operands]
         t = op.result.type
@@ -85,6 +95,8 @@ class _Reduce(RewritePattern):
     op_name = "tensor.reduce"
 
     def match_and_rewrite(self, op, rw):
+        import numpy as np
+
         v = _const(op.input)
         if v is None:
             return False

@@ -33,12 +33,16 @@ of their values, evenly spread; every warp of the block is counted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where it computes: the pass registry imports every pass at startup
+    import numpy as np
+
 import itertools
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import fragments as layouts
 from irforge.dialects.kernel import ops as K
@@ -59,6 +63,8 @@ MAX_SAMPLES = 64  # combinations of uniform values evaluated per access
 def wavefronts(addrs, nbytes: int, active=None) -> tuple[np.ndarray, np.ndarray]:
     """(wavefronts, conflict-free wavefronts) of warp instructions: row `i` of `addrs` holds the byte address
     each of a warp's threads accesses `nbytes` at (rules 2-4 of the module docstring); `active` masks threads."""
+    import numpy as np
+
     t = target()
     warp, banks, word = t.warp_size, t.smem_banks, t.bank_bytes
     a = np.atleast_2d(np.asarray(addrs, dtype=np.int64))
@@ -149,6 +155,8 @@ class Weigher:
         )
 
     def _reads(self, load: T.LoadOp, t: SmemType):
+        import numpy as np
+
         if load not in self._threads and (spec := _ldmatrix_factor(load)) is not None:
             return _ldmatrix_reads(self.kernel, self.stage, load, t, spec)
         if load not in self._threads:
@@ -229,6 +237,8 @@ def _ldmatrix_reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: Sme
     """The wavefronts of one warp's ldmatrix reads of a factor's tile (every step along the reduction), times the
     block's warps and the times each reads it per fill: each 8 x 8 matrix is one phase of 8 lanes, each lane the
     address of one 16-byte row (along the tile's rows, or its columns where it is stored transposed)."""
+    import numpy as np
+
     offset = sum((e * s for e, s in zip((expand(e) for e in load.index_exprs()), t.strides)), start=ix.Const(0))
     k_iv = f.cols if f.role == "a" else f.rows
     k_extent = k_iv.block.parent_op.extents[k_iv.index]
@@ -313,6 +323,8 @@ def _swizzled(offsets: np.ndarray, sw: tuple) -> np.ndarray:
 def _writes(kernel: T.KernelOp, stage: T.StageOp, t: SmemType, vec: int):
     """The block's threads copying the box in, as `memory.copy` does: thread `i` takes elements `i * vec + j *
     threads * vec`, `vec` at a time."""
+    import numpy as np
+
     nthreads, box = kernel.threads, stage.box
     numel = math.prod(box)
     trips = -(-numel // (nthreads * vec))
@@ -344,6 +356,8 @@ def _warps(a: np.ndarray) -> np.ndarray:
 
 def _widen(a: np.ndarray, n: int) -> np.ndarray:
     """`a` with its last axis zero-filled to `n` entries (np.pad's result, without its overhead: this is hot)."""
+    import numpy as np
+
     if a.shape[-1] == n:
         return a
     out = np.zeros((*a.shape[:-1], n), a.dtype)
@@ -356,6 +370,8 @@ def _thread_layout(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp):
     loop indices of lane 0 of each thread's first work item in the loops around `load` distributed over threads;
     samples of the others (over the work items of the loops between the stage and the load, the first of the
     rest); and how many times each thread reaches the load per fill."""
+    import numpy as np
+
     owner = stage.parent_op
     n = kernel.threads
     lin = np.arange(n)

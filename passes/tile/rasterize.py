@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from irforge.dialects import tile as T
 from irforge.dialects.tile.layout import Layout
 from irforge.dialects.tile.vectors import expand, uses
@@ -116,6 +115,8 @@ def choose(kernel: T.KernelOp, band: T.ForOp) -> tuple[int, str]:
 
 def dram_bytes(band: T.ForOp, ops: dict, rows: int, wave: int) -> int:
     """Operand bytes the first waves of `wave` blocks read from DRAM with the band's blocks in groups of `rows`."""
+    import numpy as np
+
     lay = band.layout
     layout = Layout(lay.extents, lay.vector, lay.split, rows)
     grid = layout.work_grid
