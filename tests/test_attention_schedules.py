@@ -94,6 +94,24 @@ def test_decode_group_of_three_on_whole_warps_of_lanes_matches():
     _simulated_and_compiled(m, reference)
 
 
+def test_lanes_sharing_a_row_keep_it_under_a_forced_raster():
+    """Decode attention at F4's head dimension with 2 lanes a row, which share each row's scores (a reduction over x
+    combined over x), and a raster of 2 rows asked of tile-permute-lanes: points the tuner measured wrong on an H100
+    (relative error 0.89), as the raster put a row's lanes on two rows. The raster is declined now; the simulator
+    agrees with the loop interpreter."""
+    from irforge.tune.space import set_tune
+
+    m = loopgen.attention_module(batch=1, kv_heads=1, group=8, queries=1, keys=64, e=64, ev=64, dtype=bf16)
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    set_tune(m, {"tile-blockify": {"threads": 32, "bm": 8, "bn": 16, "lanes": 2}, "tile-permute-lanes": {"rows": 2}})
+    run_pipeline(m, "loop-to-tile")
+    _matches(reference, m, "after loop-to-tile")
+    (lanes,) = [lp for lp in m.walk() if isinstance(lp, T.ForOp) and "threadIdx.x" in lp.bind]
+    assert lanes.layout.raster == 1 and any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.x",) for c in m.walk())
+    _simulated_and_compiled(m, reference)
+
+
 def _tile(**kw) -> T.KernelOp:
     m = loopgen.attention_module(**kw)
     run_pipeline(m, "tensor-to-loop,loop-to-tile")

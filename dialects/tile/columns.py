@@ -22,6 +22,7 @@ def column_loop(op: Operation, axis: str) -> LoopOp | None:
         outer.bind[-1] == axis
         and outer.work_items == outer.units(kernel)
         and outer.layout.work_grid[-1] == kernel.axis_size(axis)
+        and outer.layout.raster == 1  # a raster deals consecutive units down the rows too
     )
     return outer if dealt else None
 

@@ -18,8 +18,9 @@ class TilePermuteLanes(Pass):
     `V` elements apart. Then the threads' work items are ordered in groups of `rows` along the first of the last two
     dimensions (`raster`): a warp covers `rows` x `32 / rows` register tiles, so it reads fewer distinct operand
     elements per step (4 x 8 tiles of 8 x 8: 32 rows of A and 64 columns of B instead of 16 and 128). Both are
-    bijections of a free loop's iterations: the answer does not change. A loop with a split or a raster is left alone
-    (idempotent).
+    bijections of a free loop's iterations: the answer does not change. A loop whose threads along its last axis
+    share each point's work (an attention row's lanes: a reduction over that axis inside, a combine over it) takes
+    no raster, which would spread them over rows. A loop with a split or a raster is left alone (idempotent).
     """
 
     name = "tile-permute-lanes"
@@ -42,7 +43,12 @@ class TilePermuteLanes(Pass):
             rows = self.rows or heuristic().warp_rows(op, loop)
             grid = loop.layout.work_grid
             if rows > 1 and len(grid) >= 2 and grid[-2] % rows == 0 and grid[-1] > 1:
-                loop.attributes["raster"] = rows
+                if _cooperates_along(loop, loop.bind[-1]):
+                    self.remark(
+                        loop, f"no raster: its threads along {loop.bind[-1]} share work, which needs them on one row"
+                    )
+                else:
+                    loop.attributes["raster"] = rows
 
 
 def _candidates(kernel: T.KernelOp) -> list[T.ForOp]:
@@ -56,6 +62,16 @@ def _candidates(kernel: T.KernelOp) -> list[T.ForOp]:
         and "split" not in lp.attributes
         and "raster" not in lp.attributes
     ]
+
+
+def _cooperates_along(loop: T.ForOp, axis: str) -> bool:
+    """Whether the loop's threads along `axis` work together on each of its points (a reduction distributed over
+    `axis` again, a combine over it): a raster would give them different points."""
+    return any(
+        (isinstance(o, T.ReduceOp) and axis in o.bind) or (isinstance(o, T.CombineOp) and axis in o.over)
+        for o in loop.walk()
+        if o is not loop
+    )
 
 
 def _split(loop: T.ForOp, group_bytes: int) -> None:
