@@ -271,15 +271,24 @@ def frozen_heap():
     Passes allocate IR by the hundred thousand, which triggers full collections; each would scan everything alive,
     torch's modules and the exported program included (a quarter of a second per compile of a decoder layer), when
     the garbage is what the passes made. Nothing is lost: frozen objects go back to the collector on exit. A no-op
-    inside another (nested pipelines) and where the caller froze objects of its own (they stay frozen)."""
-    if gc.get_freeze_count() or not gc.isenabled():
+    inside another (nested pipelines, other threads' pipelines) and where the caller froze objects of its own (they
+    stay frozen)."""
+    global _freezes
+    # `_freezes` first: gc.get_freeze_count() walks every frozen object (75 ms with torch loaded), which a tuner's
+    # thousands of nested pipelines would pay each.
+    if _freezes or not gc.isenabled() or gc.get_freeze_count():
         yield
         return
+    _freezes += 1
     gc.freeze()
     try:
         yield
     finally:
         gc.unfreeze()
+        _freezes -= 1
+
+
+_freezes = 0  # frozen_heap()s entered and not left, in any thread
 
 
 class Instrumentation:
