@@ -584,6 +584,8 @@ def pipelined(m, loop: T.LoopOp):
     for op in stages:
         _buffer(m, op)
     bound = m.trip_bound.get(loop)  # a mask cuts the loop short: no copy past its last trip (left in flight)
+    if _reads_may_linger(loop, stages, depth):
+        kb.barrier()
     for p in range(depth):
         if p < trips:
             at = kb.index(ix.Const(p), "pre")
@@ -602,6 +604,16 @@ def pipelined(m, loop: T.LoopOp):
     if groups:
         kb.cp_async_wait(0)
     _drain_wgmma(m, loop)
+
+
+def _reads_may_linger(loop: T.LoopOp, stages: list[T.StageOp], depth: int) -> bool:
+    """Whether the prologue's copies may overwrite a slot other threads still read: the loop runs again in each
+    thread (an enclosing loop takes several trips a thread: a persistent block's tiles, a loop over outputs), and
+    its last trip reads, after its last barrier, a slot the prologue fills."""
+    kernel = T.kernel_of(loop)
+    again = any(lp.work_items > lp.units(kernel) for lp in T.enclosing_loops(loop) if lp is not loop)
+    last = loop.work_items - 1
+    return again and any(last % op.ring == p % op.ring for op in stages for p in range(min(depth, loop.work_items)))
 
 
 def _drain_wgmma(m, loop: T.LoopOp) -> None:
