@@ -32,6 +32,27 @@ def test_passes_run_with_the_heap_frozen_and_thawed_after():
     assert seen[0] > 0 and gc.get_freeze_count() == 0
 
 
+def test_nested_pipelines_do_not_count_the_frozen_objects(monkeypatch):
+    """gc.get_freeze_count() walks every frozen object (75 ms with torch loaded): a pipeline run inside another
+    (apply-tuning's, the tuner's thousands) must not ask it while the outer one holds the heap frozen."""
+    import irforge.pass_manager as pm
+
+    counted = []
+    real = gc.get_freeze_count
+    monkeypatch.setattr(pm.gc, "get_freeze_count", lambda: counted.append(real()) or counted[-1])
+
+    class Nested(Pass):
+        name = "test-nested-pipeline"
+
+        def run(self, op):
+            for _ in range(3):
+                with frozen_heap():
+                    pass
+
+    PassManager([ScheduledPass(Nested(), ())]).run(parse_module(TEXT))
+    assert counted == [0] and real() == 0  # asked once, on entry, with nothing frozen; thawed after
+
+
 def test_a_caller_frozen_heap_stays_frozen():
     gc.freeze()
     try:
