@@ -584,7 +584,7 @@ def pipelined(m, loop: T.LoopOp):
     for op in stages:
         _buffer(m, op)
     bound = m.trip_bound.get(loop)  # a mask cuts the loop short: no copy past its last trip (left in flight)
-    if _reads_may_linger(loop, stages, depth):
+    if _reads_may_linger(loop, stages, depth, masked=bound is not None):
         kb.barrier()
     for p in range(depth):
         if p < trips:
@@ -606,14 +606,17 @@ def pipelined(m, loop: T.LoopOp):
     _drain_wgmma(m, loop)
 
 
-def _reads_may_linger(loop: T.LoopOp, stages: list[T.StageOp], depth: int) -> bool:
+def _reads_may_linger(loop: T.LoopOp, stages: list[T.StageOp], depth: int, masked: bool) -> bool:
     """Whether the prologue's copies may overwrite a slot other threads still read: the loop runs again in each
     thread (an enclosing loop takes several trips a thread: a persistent block's tiles, a loop over outputs), and
-    its last trip reads, after its last barrier, a slot the prologue fills."""
+    its last trip (any trip, where a mask cuts the loop short) reads, after its last barrier, a slot the prologue
+    fills."""
     kernel = T.kernel_of(loop)
-    again = any(lp.work_items > lp.units(kernel) for lp in T.enclosing_loops(loop) if lp is not loop)
+    if not any(lp.work_items > lp.units(kernel) for lp in T.enclosing_loops(loop) if lp is not loop):
+        return False
     last = loop.work_items - 1
-    return again and any(last % op.ring == p % op.ring for op in stages for p in range(min(depth, loop.work_items)))
+    filled = range(min(depth, loop.work_items))
+    return masked or any(last % op.ring == p % op.ring for op in stages for p in filled)
 
 
 def _drain_wgmma(m, loop: T.LoopOp) -> None:
