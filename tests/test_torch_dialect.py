@@ -146,3 +146,37 @@ def test_verifier_refuses_what_aten_refuses(line, args, message):
 )
 def test_verifier_accepts_what_aten_accepts(line):
     parse_module(_call(line.replace("where.ScalarOther(%x", "where.ScalarOther(%c"), "%c: bool[4,64], %x: f32[4,64]"))
+
+
+def test_kept_answers_verify_without_pytorch(tmp_path):
+    """A process verifies torch-level IR from the answers an earlier one kept (`answers.py`), refusals included,
+    without importing PyTorch: the second run below cannot import it."""
+    import os
+    import subprocess
+    import sys
+
+    good = _call("%y = torch.aten.mul.Tensor(%x, 2) : f32[4,64]", "%x: f32[4,64]")
+    bad = _call("%y = torch.aten.add.Tensor(%x, %z) : f32[4,64]", "%x: f32[4,64], %z: f32[3]")
+    (tmp_path / "good.ir").write_text(good)
+    (tmp_path / "bad.ir").write_text(bad)
+    run = (
+        "import sys\n"
+        "if sys.argv[1] == 'blocked': sys.modules['torch'] = None  # any import of torch now fails\n"
+        "from irforge.diagnostics import IRForgeError\n"
+        "from irforge.parser import parse_module, read_source\n"
+        "for name in ('good.ir', 'bad.ir'):\n"
+        "    try:\n"
+        "        parse_module(read_source(name), name)\n"
+        "        print(name, 'ok')\n"
+        "    except IRForgeError as e:\n"
+        "        print(name, str(e).splitlines()[0])\n"
+    )
+    env = {**os.environ, "IRFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    outs = []
+    for mode in ("asks", "blocked"):
+        p = subprocess.run([sys.executable, "-c", run, mode], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout)
+    assert outs[0] == outs[1]
+    assert "good.ir ok" in outs[0] and "bad.ir:2:3: 'torch.aten.add.Tensor' op is not a valid ATen call" in outs[0]
+    assert list((tmp_path / "cache" / "aten").glob("torch-*.pickle"))

@@ -23,6 +23,8 @@ from irforge.ir import Operation, Value
 from irforge.parser import OpAST, ValueRef
 from irforge.types import TensorType
 
+from . import answers
+
 _NO_DEFAULT = object()
 
 
@@ -70,15 +72,23 @@ class AtenOp(Operation):
         return self.call_args()[1].get(name, default)
 
     def verify_(self):
-        from .aten import check_call  # imports torch: only torch-level IR pays for it
-
         slots = _count_slots(self.attributes["args"]) + _count_slots(tuple(self.attributes.get("kwargs", {}).values()))
         if slots != len(self.operands):
             raise self.error(f"has {len(self.operands)} operand(s) but its arguments have {slots} tensor place(s)")
         for r in self.results:
             if not isinstance(r.type, TensorType):
                 raise self.error(f"results must be tensors, not {r.type}")
-        aten = check_call(self)
+        for i, v in enumerate(self.operands):
+            if not isinstance(v.type, TensorType):
+                raise self.error(f"operand #{i} is {v.type}; ATen ops take tensors (a number goes in as an attribute)")
+        key = answers.key_of(self)
+        aten = answers.lookup(key)
+        if aten is None:
+            from .aten import answer  # imports torch: only a call whose answer is not kept yet pays for it
+
+            aten = answer(self, key)
+        if isinstance(aten, str):
+            raise self.error(aten)
         declared = [r.type for r in self.results]
         if declared != aten:
             raise self.error(f"declares {_types(declared)}, but ATen gives {_types(aten)} for these arguments")

@@ -1,11 +1,13 @@
 """ATen's own rules for the torch dialect: the installed PyTorch decides whether a call is valid and what it gives.
 
-`check_call(op)` runs the op's ATen overload on fake tensors (shapes and dtypes, no data) with the op's other
+`answer(op, key)` runs the op's ATen overload on fake tensors (shapes and dtypes, no data) with the op's other
 arguments: PyTorch's schema checks the argument count and types, its meta functions the shapes and the result
 dtype. The verifier then compares what ATen gives with what the op declares. Kernels that reject a dtype do so
 only when they run, not in their meta functions (`softmax` of an integer tensor), so the call is also run on real
 CPU tensors of the same dtypes with every dimension 1 and a missing kernel ("not implemented for 'Long'")
-refuses it. Answers are cached per signature (op, argument types and values): the verifier runs after every pass.
+refuses it. Answers are kept per signature (op, argument types and values), in the process and on disk by
+PyTorch's version (`answers.py`): the verifier runs after every pass, and a process whose answers are all kept
+never imports PyTorch.
 
 The argument conversions (`call_value`) are shared with the torch interpreter, which runs the same overloads.
 """
@@ -27,6 +29,8 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 
 from irforge.ir import Value
 from irforge.types import ScalarType, TensorType
+
+from . import answers
 
 DTYPES = {
     torch.float64: "f64",
@@ -99,26 +103,16 @@ def schema_types(fn, n_args: int, kwargs) -> tuple[list, dict]:
     return [args[i].type if i < len(args) else None for i in range(n_args)], {k: by_name.get(k) for k in kwargs}
 
 
-_CACHE: dict = {}
-
-
-def check_call(op) -> list[TensorType]:
-    """What ATen gives for the call `op` makes: its result types. Raises the op's located error when PyTorch
-    does not know the op, refuses the arguments, or has no kernel for their dtypes."""
+def answer(op, key: tuple) -> list[TensorType] | str:
+    """What ATen gives for the call `op` makes (its result types), or why PyTorch refuses it: it does not know the
+    op, refuses the arguments, or has no kernel for their dtypes. Kept by `answers` under `key`."""
     args, kwargs = op.call_args()
-    for i, v in enumerate(op.operands):
-        if not isinstance(v.type, TensorType):
-            raise op.error(f"operand #{i} is {v.type}; ATen ops take tensors (a number goes in as an attribute)")
-    key = (op.aten_name, _signature(args), _signature(kwargs))
-    if key not in _CACHE:
-        # Some of PyTorch's own checks divide by a size and crash the process when it is 0 (sdpa's heads): calls
-        # with an empty operand ask PyTorch from a forked copy of this process.
-        empty = any(0 in v.type.shape for v in op.operands)
-        with quiet():
-            _CACHE[key] = (_isolated if empty else _direct)(_infer, op.aten_name, args, kwargs)
-    result = _CACHE[key]
-    if isinstance(result, str):
-        raise op.error(result)
+    # Some of PyTorch's own checks divide by a size and crash the process when it is 0 (sdpa's heads): calls with an
+    # empty operand ask PyTorch from a forked copy of this process.
+    empty = any(0 in v.type.shape for v in op.operands)
+    with quiet():
+        result = (_isolated if empty else _direct)(_infer, op.aten_name, args, kwargs)
+    answers.remember(key, result)
     return result
 
 
@@ -148,16 +142,6 @@ def _isolated(fn, *args):
         why = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "no answer"
         return f"crashes PyTorch {torch.__version__} ({why}) instead of being checked; irforge cannot take it"
     return pickle.loads(data)
-
-
-def _signature(a):
-    if isinstance(a, Value):
-        return ("%", a.type)
-    if isinstance(a, list):
-        return tuple(_signature(x) for x in a)
-    if isinstance(a, dict):
-        return tuple(sorted((k, _signature(v)) for k, v in a.items()))
-    return (type(a).__name__, a)  # 1, 1.0 and True are equal but not the same argument
 
 
 def _infer(aten_name: str, args, kwargs) -> list[TensorType] | str:

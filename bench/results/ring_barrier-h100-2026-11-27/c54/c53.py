@@ -1,8 +1,9 @@
 """c53: which part of the f32 TinyLlama decoder layer loses precision on the GPU: each part compiled alone, its
 error against a float64 reference beside eager's (on the GPU)."""
+
 import numpy as np
 import torch
-import torch.nn.functional as F
+
 from irforge.bench.models import TINYLLAMA, decoder_layer, rope_tables
 from irforge.compiler import compile as compile_model
 from irforge.runner import executor, to_numpy
@@ -27,13 +28,16 @@ class Part(torch.nn.Module):
         return self.fn(*a)
 
 
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
 qk = torch.randn(1, 4, seq, 64)
 parts = {
-    "norm_qk": (lambda x: torch.cat([L.self_attn.q_proj(L.input_layernorm(x)), L.self_attn.k_proj(L.input_layernorm(x))], -1), (x,)),
+    "norm_qk": (
+        lambda x: torch.cat([L.self_attn.q_proj(L.input_layernorm(x)), L.self_attn.k_proj(L.input_layernorm(x))], -1),
+        (x,),
+    ),
     "norm_qkv": (
-        lambda x: torch.cat([p(L.input_layernorm(x)) for p in (L.self_attn.q_proj, L.self_attn.k_proj, L.self_attn.v_proj)], -1),
+        lambda x: torch.cat(
+            [p(L.input_layernorm(x)) for p in (L.self_attn.q_proj, L.self_attn.k_proj, L.self_attn.v_proj)], -1
+        ),
         (x,),
     ),
     "layer": (lambda x, c, s: step(x, c, s), (x, cos, sin)),
@@ -63,6 +67,10 @@ for name, (fn, args) in parts.items():
     if name == "norm_qkv":
         for j, (a, b) in enumerate([(0, 2048), (2048, 2304), (2304, 2560)]):
             ej = np.abs(out.reshape(ref.shape)[..., a:b] - ref[..., a:b])
-            print(f"  part {j}: irforge rel {ej.max() / np.abs(ref[..., a:b]).max():.2e}, worst at {np.unravel_index(ej.argmax(), ej.shape)}")
+            worst = np.unravel_index(ej.argmax(), ej.shape)
+            print(f"  part {j}: irforge rel {ej.max() / np.abs(ref[..., a:b]).max():.2e}, worst at {worst}")
         print("  run-to-run:", np.abs(out - to_numpy(executor(prog)(*prog.inputs)[0].clone())).max())
-    print(f"{name:16s} irforge rel {e1.max() / scale:.2e} mean {e1.mean():.2e} | eager rel {e2.max() / scale:.2e} mean {e2.mean():.2e} | {kernels}")
+    print(
+        f"{name:16s} irforge rel {e1.max() / scale:.2e} mean {e1.mean():.2e}"
+        f" | eager rel {e2.max() / scale:.2e} mean {e2.mean():.2e} | {kernels}"
+    )
