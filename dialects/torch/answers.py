@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from irforge.cache import atomic_write, cache_root
 from irforge.ir import Value
 
+MAX_KEPT = 20_000  # answers in the file (about 4 MB): every process that verifies torch-level IR loads it whole
 _ANSWERS: dict | None = None  # {call key: result types | the refusal's message}, once loaded
 _NEW: dict = {}
 
@@ -59,8 +60,11 @@ def _save() -> None:
         known = pickle.loads(_path().read_bytes())  # what other processes added meanwhile
     except Exception:
         known = {}
+    merged = {**known, **_NEW}
+    if len(merged) > MAX_KEPT:  # fuzzed programs make new signatures without end: start the file over
+        merged = dict(_NEW)
     try:
-        atomic_write(_path(), pickle.dumps({**known, **_NEW}, protocol=pickle.HIGHEST_PROTOCOL))
+        atomic_write(_path(), pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # an answer that does not pickle is asked again next time
         pass
 
