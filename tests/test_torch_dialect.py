@@ -180,3 +180,20 @@ def test_kept_answers_verify_without_pytorch(tmp_path):
     assert outs[0] == outs[1]
     assert "good.ir ok" in outs[0] and "bad.ir:2:3: 'torch.aten.add.Tensor' op is not a valid ATen call" in outs[0]
     assert list((tmp_path / "cache" / "aten").glob("torch-*.pickle"))
+
+
+def test_kept_answers_merge_with_other_processes_and_start_over_past_the_cap(tmp_path, monkeypatch):
+    import pickle
+
+    from irforge.dialects.torch import answers
+
+    monkeypatch.setenv("IRFORGE_CACHE_DIR", str(tmp_path))
+    path = answers._path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(pickle.dumps({"theirs": "answer"}))  # what another process kept meanwhile
+    monkeypatch.setattr(answers, "_NEW", {"ours": []})
+    answers._save()
+    assert pickle.loads(path.read_bytes()) == {"theirs": "answer", "ours": []}
+    monkeypatch.setattr(answers, "MAX_KEPT", 1)
+    answers._save()
+    assert pickle.loads(path.read_bytes()) == {"ours": []}
