@@ -38,29 +38,32 @@ def _signature(a):
 
 def lookup(key: tuple):
     """The answer kept for `key`, or None."""
-    global _ANSWERS
-    if _ANSWERS is None:
-        try:
-            _ANSWERS = pickle.loads(_path().read_bytes())
-        except Exception:  # no file yet, an unreadable one, or no PyTorch installed: ask PyTorch
-            _ANSWERS = {}
-    return _ANSWERS.get(key)
+    return _kept().get(key)
 
 
 def remember(key: tuple, answer) -> None:
     if not _NEW:
         atexit.register(_save)
     _NEW[key] = answer
-    if _ANSWERS is not None:
-        _ANSWERS[key] = answer
+    _kept()[key] = answer
+
+
+def _kept() -> dict:
+    global _ANSWERS
+    if _ANSWERS is None:
+        _ANSWERS = _read()
+    return _ANSWERS
+
+
+def _read() -> dict:
+    try:
+        return pickle.loads(_path().read_bytes())
+    except Exception:  # no file yet, an unreadable one, or no PyTorch installed: ask PyTorch
+        return {}
 
 
 def _save() -> None:
-    try:
-        known = pickle.loads(_path().read_bytes())  # what other processes added meanwhile
-    except Exception:
-        known = {}
-    merged = {**known, **_NEW}
+    merged = {**_read(), **_NEW}  # with what other processes kept meanwhile
     if len(merged) > MAX_KEPT:  # fuzzed programs make new signatures without end: start the file over
         merged = dict(_NEW)
     try:
