@@ -183,15 +183,15 @@ def test_no_refused_point_is_a_leaf_of_the_whole_pipeline():
 
 
 def test_static_limits():
-    ok = {"name": "k", "block": (256, 1, 1), "dynamic_smem": 0, "registers": 64, "smem": 1024, "spill_stores": 0}
+    ok = {"name": "k", "block": (256, 1, 1), "dynamic_smem": 0, "registers": 64, "smem": 1024, "stack_frame": 0}
     assert static_limit({"kernels": [ok]}) is None
     too_many = {**ok, "registers": 255}  # 256 threads x 256 registers = 65536 ... just fits
     assert static_limit({"kernels": [too_many]}) is None
     wide = {**ok, "block": (512, 1, 1), "registers": 200}  # 512 x 200 > 65536
     assert "registers per block" in static_limit({"kernels": [wide]})
     assert "shared memory" in static_limit({"kernels": [{**ok, "dynamic_smem": 230 * 1024}]})
-    assert "spills 8 bytes" in static_limit({"kernels": [{**ok, "spill_stores": 8}]})
-    assert static_limit({"kernels": [{**ok, "spill_stores": 8}]}, spill_bytes=8) is None
+    assert "spills to local memory (8 bytes" in static_limit({"kernels": [{**ok, "stack_frame": 8}]})
+    assert static_limit({"kernels": [{**ok, "stack_frame": 8}]}, spill_bytes=8) is None
 
 
 # ---- the cost model --------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
     python -m irforge.runtime model.ir --arch sm_90a           # kernel- or cuda-level IR: every kernel
     python -m irforge.runtime k_add.cu --arch sm_90a -o out/    # a CUDA file (the prelude header is available)
 
-Prints each kernel's CUBIN size and ptxas' resource report (registers, stack frame, spills, shared memory); `-o`
-writes the CUBINs (and, for IR input, the emitted .cu sources). Errors are located messages and exit status 1.
+Prints each kernel's CUBIN size and the resources its CUBIN records (registers, static shared memory, stack
+frame); `-o` writes the CUBINs (and, for IR input, the emitted .cu sources). Errors are located messages and exit
+status 1.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
 
 def _run(args, stdout) -> int:
-    from .nvrtc import compile_cuda, parse_resource_usage
+    from .cubin import resource_usage
+    from .nvrtc import compile_cuda
 
     path = Path(args.input)
     text = path.read_text(encoding="utf-8")
@@ -48,9 +50,8 @@ def _run(args, stdout) -> int:
     for name, source in units:
         cubin = compile_cuda(source, name, arch=args.arch)
         report = "; ".join(
-            f"Used {r.registers} registers, {r.smem} bytes smem; stack {r.stack_frame} B, "
-            f"spills {r.spill_stores}/{r.spill_loads} B"
-            for r in parse_resource_usage(cubin.log).values()
+            f"{r.registers} registers, {r.smem} bytes of static shared memory, {r.stack_frame} bytes of stack frame"
+            for r in resource_usage(cubin.image).values()
         )
         stdout.write(f"{name}: {len(cubin.image)} bytes of CUBIN for {cubin.arch}; {report}\n")
         if out is not None:

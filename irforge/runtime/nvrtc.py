@@ -1,7 +1,7 @@
 """CUDA C++ to CUBIN with NVRTC (through cuda-bindings), with a content-addressed disk cache.
 
-`compile_cuda(source, name, arch=...)` returns a `Cubin`; `resource_usage(source)` reads ptxas' report of each
-kernel (registers, spills, stack frame, shared memory) from the log of a compile. The cache key is a hash of the
+`compile_cuda(source, name, arch=...)` returns a `Cubin`; `resource_usage(source)` reads each kernel's registers,
+stack frame and static shared memory from the CUBIN (`cubin.py`). The cache key is a hash of the
 source, the options, the prelude header and the NVRTC version, so a changed prelude or compiler never reuses a
 stale binary; entries (the CUBIN and NVRTC's log) live in `$IRFORGE_CACHE_DIR` (default `~/.cache/irforge`) under
 `cubin/`. NVRTC needs no GPU: with `arch="sm_90a"` CI compiles for Hopper on a CPU-only machine. Compilation
@@ -21,6 +21,8 @@ from pathlib import Path
 from irforge.cache import atomic_write, cache_root
 from irforge.diagnostics import Diagnostic, IRForgeError
 from irforge.location import FileLineColLoc
+
+from . import cubin
 
 DEFAULT_ARCH = "sm_90a"
 _LIBS_LOADED = False
@@ -105,7 +107,7 @@ class Cubin:
     name: str  # the translation unit's name (the kernel's), for messages
     arch: str
     image: bytes
-    log: str  # NVRTC's log: warnings, and ptxas' report
+    log: str  # NVRTC's log: its warnings
     key: str  # the cache key
     cached: bool  # came from the disk cache
 
@@ -115,9 +117,7 @@ def cache_dir() -> Path:
 
 
 def _options(arch: str, extra) -> list[str]:
-    # ptxas' report costs nothing and is cached with the CUBIN: every compile asks for it, so the tuner's counts
-    # and the executor's launch share one cache entry
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"]
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--device-as-default-execution-space"]
     opts += [o for o in extra if o not in opts]
     opts += [f"--include-path={d}" for d in include_dirs()]
     return opts
@@ -153,49 +153,10 @@ def compile_cuda(
     return Cubin(name, arch, image, log, key, False)
 
 
-@dataclass(frozen=True)
-class ResourceUsage:
-    """What ptxas reports for one entry function: registers per thread, and bytes of stack frame, spill stores,
-    spill loads and static shared memory."""
-
-    registers: int
-    stack_frame: int
-    spill_stores: int
-    spill_loads: int
-    smem: int
-
-    @property
-    def spills(self) -> bool:
-        return bool(self.spill_stores or self.spill_loads)
-
-
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
-_SMEM = re.compile(r"(\d+) bytes smem")
-
-
-def parse_resource_usage(log: str) -> dict[str, ResourceUsage]:
-    """{entry function: its ResourceUsage} from the log of a compile with `--ptxas-options=-v`."""
-    out: dict[str, ResourceUsage] = {}
-    name, frame = None, (0, 0, 0)
-    for line in log.splitlines():
-        if m := _ENTRY.search(line):
-            name, frame = m.group(1), (0, 0, 0)
-        elif name and (m := _FRAME.search(line)):
-            frame = tuple(int(g) for g in m.groups())
-        elif name and (m := _USED.search(line)):
-            smem = _SMEM.search(line)
-            out[name] = ResourceUsage(int(m.group(1)), *frame, int(smem.group(1)) if smem else 0)
-            name = None
-    return out
-
-
 def resource_usage(source: str, name: str = "kernel", *, arch: str | None = None, options=(), headers=None):
-    """ptxas' resource usage of each entry function of `source` ({name: ResourceUsage}), from a (cached) compile:
-    NVRTC prints it, no GPU needed."""
-    cubin = compile_cuda(source, name, arch=arch, options=options, headers=headers)
-    return parse_resource_usage(cubin.log)
+    """{entry function: ResourceUsage} of `source`, read from the CUBIN of a (cached) compile (`runtime/cubin.py`):
+    the binary the executor loads, no GPU needed."""
+    return cubin.resource_usage(compile_cuda(source, name, arch=arch, options=options, headers=headers).image)
 
 
 def _run_nvrtc(source: str, name: str, opts: list[str], headers: dict[str, str]) -> tuple[bytes, str]:

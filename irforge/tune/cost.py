@@ -11,7 +11,7 @@ computes, and how well its launch fills the GPU.
   does not depend on runs it once per work item (a thread's 8 x 8 register tile loads a column of A 8 times, not
   64), times the threads that run it redundantly (launch axes no enclosing loop is distributed over);
 - the launch (blocks, threads), shared memory per block, and an estimate of registers per thread (register-tile
-  accumulators and operand fragments), replaced by ptxas' count once the candidate is compiled.
+  accumulators and operand fragments), replaced by the CUBIN's count once the candidate is compiled.
 
 `seconds(f)` turns them into a time: the largest of DRAM, L2, shared-memory, FMA and tensor-core time, each at the
 rate the target gives, slowed by latency the resident warps cannot hide (occupancy: blocks per multiprocessor from
@@ -38,7 +38,7 @@ class Features:
     blocks: int
     threads: int
     smem: int  # bytes of shared memory per block
-    registers: int  # per thread (estimated until ptxas counts them)
+    registers: int  # per thread (estimated until the CUBIN counts them)
     dram_bytes: int
     global_bytes: float
     smem_bytes: float
@@ -48,7 +48,7 @@ class Features:
     tensor_flops: tuple[tuple[str, float], ...] = ()  # (atom family, FLOPs) of contractions on the tensor cores
 
     def with_compiled(self, registers: int, smem: int) -> Features:
-        """The features once ptxas has counted registers and shared memory."""
+        """The features once the CUBIN has counted registers and shared memory."""
         return replace(self, registers=registers, smem=max(smem, self.smem))
 
 

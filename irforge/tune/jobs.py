@@ -1,8 +1,8 @@
 """What the tuner's worker processes run (`worker.Worker.call("irforge.tune.jobs:...")`).
 
 On the CPU, `compile_point`: an isolated loop-level kernel with a point in its `tune` attribute, lowered to the cuda
-level by the rest of the pipeline (verified after each pass) and compiled by NVRTC, with ptxas' resource counts;
-CUBINs land in the runtime's cache, where the GPU worker finds them.
+level by the rest of the pipeline (verified after each pass) and compiled by NVRTC, with the resource counts of its
+CUBIN; CUBINs land in the runtime's cache, where the GPU worker finds them.
 
 On the GPU, `prepare` then `measure`: the kernel's inputs are made from a seed and its reference outputs computed
 once (by the reference schedule); each candidate is run, compared with the reference (`bench.harness.compare`) and
@@ -19,7 +19,7 @@ _PARSED: dict[str, object] = {}  # module text digest -> parsed module (a worker
 
 
 def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> dict:
-    """{"text": cuda-level program, "kernels": [per cuda kernel: name, grid, block, dynamic smem, ptxas counts],
+    """{"text": cuda-level program, "kernels": [per cuda kernel: name, grid, block, dynamic smem, CUBIN counts],
     "seconds"}; or {"refused": message} when a pass refuses the point, {"error": message} when NVRTC rejects the
     code."""
     import dataclasses

@@ -7,7 +7,7 @@ For each distinct kernel (by key; one already in the database is not tuned again
    least likely to be wrong) and the *baseline* (the pipeline's own values: what `compile` does untuned) are
    compiled first; the GPU worker makes the inputs and the reference outputs, then measures the baseline: if either
    fails the kernel is not tuned (the run goes on);
-3. leaves the search proposes are compiled in a pool of CPU worker processes (passes, NVRTC, ptxas' counts) ahead
+3. leaves the search proposes are compiled in a pool of CPU worker processes (passes, NVRTC, the CUBIN's counts) ahead
    of the GPU; a compiled point over a static limit (threads, shared memory, registers per block, spills) is pruned
    there, before any GPU time; the rest are measured one at a time in the GPU worker (a short run: the median of a
    few, L2 flushed) and their times go back to the search, in the order the leaves were proposed (so a run is
@@ -73,7 +73,7 @@ class Options:
     timeout: float = 20.0  # seconds a measurement may take before its candidate counts as hung
     compile_only: bool = False
     retune: bool = False
-    spill_bytes: int = 0  # spill stores a point may have before it is pruned
+    spill_bytes: int = 0  # bytes of stack frame (spilled registers) a point may have before it is pruned
     prune_ratio: float = 4.0  # points predicted this many times the heuristic's time are not measured
     measure_module: str = "irforge.tune.jobs"  # what the GPU workers run (prepare, measure)
     compile_module: str = "irforge.tune.jobs"  # what the CPU workers run (compile_point)
@@ -155,7 +155,7 @@ class KernelFailed(Exception):
 
 # ---- the static limits -----------------------------------------------------------------------------------------
 def static_limit(compiled: dict, spill_bytes: int = 0) -> str | None:
-    """Why a compiled point cannot run (or should not: it spills), from ptxas' counts; None when it can."""
+    """Why a compiled point cannot run (or should not: it spills), from its CUBIN's counts; None when it can."""
     t = target()
     for k in compiled["kernels"]:
         threads = math.prod(k["block"])
@@ -169,8 +169,8 @@ def static_limit(compiled: dict, spill_bytes: int = 0) -> str | None:
         regs = -(-k.get("registers", 0) // 8) * 8 * warps * t.warp_size
         if regs > t.registers_per_sm:
             return f"{name}: {regs} registers per block (a multiprocessor has {t.registers_per_sm})"
-        if k.get("spill_stores", 0) > spill_bytes:
-            return f"{name}: spills {k['spill_stores']} bytes to local memory"
+        if k.get("stack_frame", 0) > spill_bytes:
+            return f"{name}: spills to local memory ({k['stack_frame']} bytes of stack frame)"
     return None
 
 
@@ -179,7 +179,7 @@ def _seconds(features) -> float | None:
 
 
 def _predicted(features, compiled: dict) -> float | None:
-    """The cost model's time for a compiled point: its schedule's features with ptxas' counts."""
+    """The cost model's time for a compiled point: its schedule's features with its CUBIN's counts."""
     if features is None:
         return None
     regs = max((k.get("registers", 0) for k in compiled["kernels"]), default=0)

@@ -26,10 +26,10 @@ BEST_THREADS = 64
 
 
 def compile_point(module_text: str, point: dict, pipeline: str, arch: str) -> dict:
-    from irforge.runtime import nvrtc
+    from irforge.runtime import cubin, nvrtc
     from irforge.tune import jobs
 
-    nvrtc.resource_usage = lambda source, name, **kw: {name: nvrtc.ResourceUsage(32, 0, 0, 0, 0)}
+    nvrtc.resource_usage = lambda source, name, **kw: {name: cubin.ResourceUsage(32, 0, 0)}
     return jobs.compile_point(module_text, point, pipeline, arch)
 
 
