@@ -121,6 +121,30 @@ func.func @forward(%x: f32[24576]) -> f32[24576] {
     torch.testing.assert_close(y, expect)
 
 
+def test_the_cubins_counts_are_the_drivers():
+    """What the tuner prunes with (registers, stack frame, static shared memory read from the CUBIN) is what the
+    driver reports for the loaded function, for kernels with and without static shared memory."""
+    from irforge.dialects.cuda.ops import CudaKernelOp
+
+    from irforge.runtime import Executor, nvrtc
+    from irforge.runtime.selfcheck import lower
+
+    checked = 0
+    for ex in _examples():
+        module = lower(ex.ir, f"{ex.name}.ir")
+        driver = Executor(module).resources()
+        for op in module.body.ops:
+            if isinstance(op, CudaKernelOp):
+                a = op.attributes
+                got = nvrtc.resource_usage(a["source"], a["sym_name"])[a["sym_name"]]
+                d = driver[a["sym_name"]]
+                assert (got.registers, got.stack_frame, got.smem) == (
+                    d["registers"], d["local_bytes"], d["static_smem"]
+                ), (ex.name, got, d)  # fmt: skip
+                checked += got.smem > 0
+    assert checked, "no example has static shared memory"
+
+
 def test_scalar_ops_match_the_simulator():
     from irforge.runtime.selfcheck import all_scalar_checks
 

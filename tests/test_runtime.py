@@ -62,6 +62,14 @@ extern "C" __global__ void __launch_bounds__(1024, 2) s(float* x) {
 """
 
 
+def test_an_empty_log_leaves_the_interpreters_bytes_alone():
+    """NVRTC writes its log and the CUBIN into buffers it is given. An empty log is one NUL byte: written into an
+    immutable `b" " * 1`, that is the interpreter's shared one-byte object, and `" ".encode()` came out as NUL."""
+    compiled = compile_cuda(GOOD, "k", arch="sm_90a", use_cache=False)
+    assert compiled.log == "" and compiled.image[:4] == b"\x7fELF"
+    assert bytes([32])[0] == 32 and bytes([32]).decode() == " "
+
+
 def test_resource_usage_reads_the_executors_cubin():
     """The counts (what the tuner prunes with) come from the CUBIN of the cache entry the executor loads, a cache
     hit too. A kernel that needs more registers than its launch bounds allow spills into a stack frame."""

@@ -175,17 +175,19 @@ def _run_nvrtc(source: str, name: str, opts: list[str], headers: dict[str, str])
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
         err_log, size = nvrtc.nvrtcGetProgramLogSize(prog)
         _check(nvrtc, err_log, "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # writable buffers: `b" " * size` would hand NVRTC an immutable object, for an empty log (size 1) the
+        # interpreter's shared one-byte b" ", which every later b" " in the process would then read as NUL
+        buf = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        log = bytes(buf).rstrip(b"\0 ").decode(errors="replace")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(name, source, log, headers)
         err, size = nvrtc.nvrtcGetCUBINSize(prog)
         _check(nvrtc, err, "nvrtcGetCUBINSize")
-        image = b" " * size
+        image = bytearray(size)
         (err,) = nvrtc.nvrtcGetCUBIN(prog, image)
         _check(nvrtc, err, "nvrtcGetCUBIN")
-        return image, log
+        return bytes(image), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
