@@ -81,7 +81,7 @@ def as_array(value, t: TensorType, what: str) -> np.ndarray:
         raise error(f"{what} has shape {list(a.shape)}, but the IR expects {t}")
     if a.dtype.kind != np.dtype(numpy_dtype(t.dtype)).kind and not (a.dtype.kind in "iub" and t.dtype.is_int):
         raise error(f"{what} has element type {a.dtype}, but the IR expects {t}")
-    return quantize(a, t.dtype)
+    return np.array(quantize(a, t.dtype))  # the interpreters' own copy: kernels may store into their inputs
 
 
 def _torch_to_numpy(x):

@@ -473,18 +473,17 @@ def quantize(x: np.ndarray, t: ScalarType) -> np.ndarray:
     """Round `x` to the values `t` can hold, stored in `numpy_dtype(t)` (round-to-nearest-even for bf16)."""
     x = np.asarray(x)
     if t.name == "bf16":
-        f = np.array(x, dtype=np.float32, order="C")  # not ascontiguousarray: it turns 0-d arrays into 1-d
-        bits = f.view(np.uint32).astype(np.uint64)
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-        out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-        out = np.where(np.isnan(f), f, out)  # keep NaNs NaN (rounding could carry into the exponent)
-        return out.reshape(x.shape)  # ascontiguousarray made a 0-d array 1-d
+        f = x.astype(np.float32, copy=False)
+        bits = f.view(np.uint32)
+        # In 32 bits: only a NaN's pattern can carry out of them, and NaNs are kept as they are below.
+        rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+        return np.where(np.isnan(f), f, rounded.view(np.float32))
     if x.dtype.kind == "f" and t.is_int and t.bits < 64:
         # Floats into narrow integers: truncate toward zero into 64 bits, then wrap (C leaves an out-of-range
         # conversion undefined; the CUDA prelude converts the same way, so both levels agree).
         with np.errstate(invalid="ignore"):
             return np.trunc(x).astype(np.int64).astype(numpy_dtype(t))
-    return x.astype(numpy_dtype(t))
+    return x.astype(numpy_dtype(t), copy=False)
 
 
 def evaluate(name: str, args: list[np.ndarray], result: ScalarType) -> np.ndarray:

@@ -28,7 +28,7 @@ def interpret(module: Operation, inputs=None, params=None, *, entry: str = "forw
     contractions, skipped = _find_contractions(func)
     for op in func.body.ops:
         if op.name == "func.return":
-            return [env[v] for v in op.operands]
+            return [np.array(env[v]) for v in op.operands]
         if op in skipped:
             continue
         if op.name == "tensor.param":

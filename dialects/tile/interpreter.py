@@ -207,11 +207,14 @@ class Launch:
             env.update(zip(op.ivs, ivs))
             self.block_ops(op.body, env, inner)
             elements = self._split([self.get(env, v, inner) for v in op.yielded], op)
+            full = bool(inner.all())
             for k, (monoid, _, results) in enumerate(op.carriers):
                 types = [r.type for r in results]
                 # Iterations a thread does not run contribute the identity; then fold the loop's axis.
                 comps = tuple(
-                    np.where(inner, y, quantize(np.array(monoid.identity(t, i)), t))
+                    np.broadcast_to(y, inner.shape)
+                    if full
+                    else np.where(inner, y, quantize(np.array(monoid.identity(t, i)), t))
                     for i, (y, t) in enumerate(zip(elements[k], types))
                 )
                 acc[k] = monoid.combine(acc[k], monoid.reduce(comps, inner.ndim - 1, types), types)
