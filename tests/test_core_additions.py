@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from irforge.attributes import attr_key, to_attr
 from irforge.dialect import Dialect
@@ -49,6 +51,25 @@ def test_cast_is_a_scalar_op_with_a_stated_result():
     np.testing.assert_array_equal(evaluate("cast", [np.array([2.5, -2.5, 1e9])], i32)[:2], [2, -2])
     np.testing.assert_array_equal(evaluate("cast", [np.array([1 + 2**-9], np.float32)], bf16), [1.0])
     np.testing.assert_array_equal(evaluate("cast", [np.array([65520.0], np.float32)], f16), [np.inf])
+
+
+@settings(max_examples=50, deadline=None)
+@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=64), shape_0d=st.booleans())
+def test_bf16_rounding_is_torchs(bits, shape_0d):
+    """Any float32 bit pattern (normals, subnormals, ties, the largest finite values, infinities, NaNs) rounds to
+    bf16 as torch's `to(torch.bfloat16)` does, keeps a 0-d array 0-d, and leaves the input as it was."""
+    import torch
+
+    from irforge.scalar_ops import quantize
+
+    x = np.array(bits, dtype=np.uint32).view(np.float32)
+    x = x[:1].reshape(()) if shape_0d else x
+    before = x.copy()
+    got = quantize(x, bf16)
+    want = torch.from_numpy(np.atleast_1d(x).copy()).to(torch.bfloat16).float().numpy().reshape(x.shape)
+    assert got.shape == x.shape and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)  # NaN where torch has NaN
+    np.testing.assert_array_equal(x.view(np.uint32), before.view(np.uint32))
 
 
 def test_half_operands_compute_in_f32():
