@@ -54,10 +54,16 @@ def test_cast_is_a_scalar_op_with_a_stated_result():
 
 
 @settings(max_examples=50, deadline=None)
-@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=64), shape_0d=st.booleans())
-def test_bf16_rounding_is_torchs(bits, shape_0d):
-    """Any float32 bit pattern (normals, subnormals, ties, the largest finite values, infinities, NaNs) rounds to
-    bf16 as torch's `to(torch.bfloat16)` does, keeps a 0-d array 0-d, and leaves the input as it was."""
+@given(
+    high=st.lists(st.integers(0, 2**16 - 1), min_size=1, max_size=64),
+    low=st.lists(st.sampled_from([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF]) | st.integers(0, 2**16 - 1), min_size=64),
+    shape_0d=st.booleans(),
+)
+def test_bf16_rounding_is_torchs(high, low, shape_0d):
+    """Any float32 bit pattern (normals, subnormals, ties and their neighbours in the 16 bits bf16 drops, the
+    largest finite values, infinities, NaNs) rounds to bf16 as torch's `to(torch.bfloat16)` does, keeps a 0-d
+    array 0-d, and leaves the input as it was."""
+    bits = [h << 16 | lo for h, lo in zip(high, low)]
     import torch
 
     from irforge.scalar_ops import quantize
