@@ -163,10 +163,12 @@ def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None
         bound.append(TensorMapRef(buf, t) if isinstance(t, TensorMapType) else buf)
     gx, gy, gz = kernel.attributes["grid"]
     agreement: dict = {}  # what the single-writer guards saw, across the launch's blocks
-    for bz in range(gz):
-        for by in range(gy):
-            for bx in range(gx):
-                BlockSim(kernel, (bx, by, bz), bound, launch_id, agreement).run()
+    layouts: dict = {}  # (access, type) -> _access_layout, the same in every block
+    with np.errstate(all="ignore"):  # index arithmetic wraps like the GPU's; bounds are checked, not warned about
+        for bz in range(gz):
+            for by in range(gy):
+                for bx in range(gx):
+                    BlockSim(kernel, (bx, by, bz), bound, launch_id, agreement, layouts).run()
 
 
 # ---- one block -------------------------------------------------------------------------------------------------
@@ -191,9 +193,10 @@ class Warp:
 
 
 class BlockSim:
-    def __init__(self, kernel: K.KernelFuncOp, block_idx, args, launch_id: int, agreement: dict):
+    def __init__(self, kernel: K.KernelFuncOp, block_idx, args, launch_id: int, agreement: dict, layouts: dict):
         self.kernel = kernel
         self.agreement = agreement
+        self.layouts = layouts
         self.block_idx = block_idx
         self.grid = kernel.attributes["grid"]
         self.bdim = kernel.attributes["block"]
@@ -373,30 +376,34 @@ class BlockSim:
 
     def _index(self, op, group, values, mask, w) -> list[np.ndarray]:
         dims = [values[v] for v in op.index_operands]
-        return [self._eval(e, dims, op, mask, w) for e in op.exprs(group)]
+        out = []
+        for e in op.exprs(group):
+            x = np.asarray(self._eval(e, dims, op, mask, w), np.int64)
+            out.append(x if x.shape == mask.shape else np.broadcast_to(x, mask.shape))
+        return out
 
-    def _eval(self, e, dims, op, mask, w) -> np.ndarray:
-        n = len(mask)
+    def _eval(self, e, dims, op, mask, w):
+        """`e` over the lanes: a Python int where it does not vary, else int64 values (broadcast by the caller)."""
         if isinstance(e, ix.Const):
-            return np.full(n, e.value, dtype=np.int64)
+            return e.value
         if isinstance(e, ix.Dim):
-            return np.broadcast_to(np.asarray(dims[e.index], dtype=np.int64), (n,))
+            return np.asarray(dims[e.index], dtype=np.int64)
         a = self._eval(e.lhs, dims, op, mask, w)
         b = self._eval(e.rhs, dims, op, mask, w)
         if isinstance(e, (ix.FloorDiv, ix.CeilDiv, ix.Mod)):
             bad = mask & ((a < 0) | (b <= 0))
             if bad.any():
                 lane = int(np.argmax(bad))
+                at = [int(np.broadcast_to(x, mask.shape)[lane]) for x in (a, b)]
                 raise self._error(
                     op,
-                    f"index expression '{e.format()}' divides {int(a[lane])} by {int(b[lane])}; index division"
+                    f"index expression '{e.format()}' divides {at[0]} by {at[1]}; index division"
                     " needs a non-negative dividend and a positive divisor (CUDA truncates, the IR floors)",
                     w,
                     lane,
                 )
-            b = np.where(b <= 0, 1, b)
-        with np.errstate(all="ignore"):
-            return np.asarray(_apply_binary(e, a, b), dtype=np.int64)
+            b = np.where(b <= 0, 1, b)  # lanes the mask leaves out
+        return _apply_binary(e, a, b)
 
     # ---- values ---------------------------------------------------------------------------------------------
     def _scalar(self, op, values, mask):
@@ -566,9 +573,17 @@ def _noop(sim, op, values, mask, w, env):
 
 
 # ---- memory accesses -------------------------------------------------------------------------------------------
-def _layout(op, t) -> tuple[int, np.ndarray, np.ndarray]:
+def _layout(sim, op, t) -> tuple[int, np.ndarray, np.ndarray]:
     """(run, element offsets, runs) of an access of `t`: every element's offset from the address (a strided tile's
-    `strides`, else contiguous), and the tile positions of each run of `run` contiguous elements (a row each)."""
+    `strides`, else contiguous), and the tile positions of each run of `run` contiguous elements (a row each).
+    Worked out once per access and type in a launch (a loop runs an access many times)."""
+    key = (op, t)
+    if key not in sim.layouts:
+        sim.layouts[key] = _access_layout(op, t)
+    return sim.layouts[key]
+
+
+def _access_layout(op, t) -> tuple[int, np.ndarray, np.ndarray]:
     if not isinstance(t, TensorType):
         return 1, np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64)
     strides = op.attributes.get("strides") or K.default_strides(t.shape)
@@ -581,7 +596,7 @@ def _addresses(sim, op, group, mem, values, mask, w, t) -> np.ndarray:
     """Flat element addresses (lanes x elements) of an access of `t` (a scalar, or a contiguous or strided tile) at
     `mem[group]`."""
     idx = sim._index(op, group, values, mask, w)
-    run, offsets, runs = _layout(op, t)
+    run, offsets, runs = _layout(sim, op, t)
     if isinstance(mem, GlobalBuffer):
         base = idx[0]
         addrs = base[:, None] + offsets
