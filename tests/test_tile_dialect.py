@@ -180,3 +180,30 @@ def test_loads_past_the_staged_box_are_reported():
     with pytest.raises(IRForgeError) as e:
         _run(text, np.ones((4, 8), np.float32))
     assert "t.ir:8:9" in e.value.render() and "staged box out of bounds" in e.value.render()
+
+
+@pytest.mark.parametrize("offset, reaches", [(2, None), (3, 8)])
+def test_loads_are_checked_on_the_lanes_a_loop_runs(offset, reaches):
+    """Six iterations over eight threads: the two threads past them run nothing. A subscript the six live lanes
+    keep in bounds loads their elements; one past the end on a live lane is reported, with the subscript it
+    reached."""
+    text = f"""func.func @f(%x: f32[8]) -> f32[6] {{
+  %y = tile.buffer f32[6]
+  tile.kernel @k grid(1) block(8) {{
+    tile.for %b in 0..6 by threadIdx.x {{
+      %i = tile.index %b + {offset}
+      %v = tile.load %x[%i]
+      tile.store %y[%b] = %v
+    }}
+  }}
+  func.return %y
+}}
+"""
+    x = np.arange(8, dtype=np.float32)
+    if reaches is None:
+        (y,) = _run(text, x)
+        np.testing.assert_array_equal(y, x[offset : offset + 6])
+        return
+    with pytest.raises(IRForgeError) as e:
+        _run(text, x)
+    assert f"load out of bounds: subscript 0 reaches {reaches} in a dimension of size 8" in e.value.render()

@@ -261,20 +261,25 @@ class Launch:
 
     # ---- memory -------------------------------------------------------------------------------------------------
     def _subscripts(self, op, env: dict, mask: np.ndarray, shape, what: str, compact: bool = False) -> tuple:
-        """Each subscript of `op` as an array broadcast to the iteration space (zero where masked off), checked
-        against `shape`. `compact`: under a full mask, left unbroadcast (the caller broadcasts what it gathers)."""
+        """Each subscript of `op` as an array broadcast to the iteration space, checked against `shape` where the
+        mask is on; where it is off, a subscript is any in-bounds one. `compact`: left unbroadcast (the caller
+        broadcasts what it gathers) wherever that is possible."""
         values = {v: self.get(env, v, mask) for v in op.indices}
-        # Under a full mask the subscripts are checked and used before broadcasting: they are mostly far smaller
-        # than the iteration space (a thread's subscript does not vary along every loop around it).
-        full = mask.size > 0 and bool(mask.all())
+        # The subscripts are checked and used before broadcasting where they allow: they are mostly far smaller
+        # than the iteration space (a thread's subscript does not vary along every loop around it), and a subscript
+        # in bounds everywhere is in bounds under any mask.
         idx = []
         for k, (e, size) in enumerate(zip(op.index_exprs(), shape)):
             i = np.asarray(e.evaluate(values), dtype=np.int64)
-            live = i if full else np.broadcast_to(i, mask.shape)[mask]
-            if live.size and (live.min() < 0 or live.max() >= size):
-                bad = int(live.min()) if live.min() < 0 else int(live.max())
-                raise error(f"{what} out of bounds: subscript {k} reaches {bad} in a dimension of size {size}", op.loc)
-            idx.append((i if compact else np.broadcast_to(i, mask.shape)) if full else np.where(mask, i, 0))
+            if i.size and (i.min() < 0 or i.max() >= size):
+                live = np.broadcast_to(i, mask.shape)[mask]
+                if live.size and (live.min() < 0 or live.max() >= size):
+                    bad = int(live.min()) if live.min() < 0 else int(live.max())
+                    raise error(
+                        f"{what} out of bounds: subscript {k} reaches {bad} in a dimension of size {size}", op.loc
+                    )
+                i = np.where(mask, i, 0)
+            idx.append(i if compact else np.broadcast_to(i, mask.shape))
         return tuple(idx)
 
     def load(self, op: LoadOp, env: dict, mask: np.ndarray) -> np.ndarray:
