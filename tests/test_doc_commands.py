@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+# In document order on one worker: a later command reads what an earlier one wrote (docs/tuning.md's tuned.ir),
+# and the folder of files is made once.
+pytestmark = pytest.mark.xdist_group("doc-commands")
+
 ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BIN = Path(sys.executable).parent
