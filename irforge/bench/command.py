@@ -102,18 +102,19 @@ def run(args, out, err) -> int:
         raise error("--reps and --min-reps take a count of at least 1, --max-seconds-per-case a positive time")
     if args.compile_only:
         return _compile_only(args, cases, systems, out, err)
-    from irforge.runtime import has_gpu
-
-    if not (has_gpu() and _torch_cuda()):
+    if not _gpu_ready():
         err.write("irforge bench: no CUDA GPU is visible here (use --list, --compile-only, --merge or --compare)\n")
         return 1
     return _run(args, cases, systems, out, err)
 
 
-def _torch_cuda() -> bool:
+def _gpu_ready() -> bool:
+    """A CUDA GPU for irforge's driver and a torch build that can use it (eager and torch.compile need both)."""
     import torch
 
-    return torch.cuda.is_available()
+    from irforge.runtime import has_gpu
+
+    return has_gpu() and torch.cuda.is_available()
 
 
 def _systems(args) -> dict[str, str | None]:
