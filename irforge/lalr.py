@@ -80,7 +80,7 @@ class FastLALR:
         """The parser `t` describes, reducing with `transformer`'s callbacks (built as lark builds them for a
         parser with `maybe_placeholders=True`)."""
         self = cls.__new__(cls)
-        self._use(t, ParseTreeBuilder(t.rules, Tree, False, False, True).create_callback(transformer))
+        self._use(t, _LazyCallbacks(t.rules, transformer))
         return self
 
     def _use(self, t: Tables, callbacks: dict) -> None:
@@ -219,7 +219,10 @@ class _Actions(dict):
     def __init__(self, states: dict, callbacks: dict):
         super().__init__()
         self.states, self.callbacks = states, callbacks
-        self.compiler = _CallbackCompiler(callbacks)
+        builders = getattr(callbacks, "builders", None)  # a _LazyCallbacks knows them without making the callbacks
+        if builders is None:
+            builders = {rule: _CallbackCompiler.builder(f) for rule, f in callbacks.items()}
+        self.compiler = _CallbackCompiler(builders)
         self.reductions: dict = {}
 
     def __missing__(self, state):
@@ -233,6 +236,25 @@ class _Actions(dict):
             row[sym] = arg
         self[state] = row
         return row
+
+
+class _LazyCallbacks(dict):
+    """{rule: lark's callback}, as `ParseTreeBuilder.create_callback` makes them for a parser with
+    `maybe_placeholders=True`, each made the first time a parse reduces by its rule: a grammar has some 1400 rules,
+    and wrapping them all would cost every process more than the parse of a typical file."""
+
+    def __init__(self, rules: list, transformer):
+        super().__init__()
+        self.transformer = transformer
+        # The callbacks lark's wrappers (child filters, single-child expansion) would wrap: cheap to make for all.
+        bare = ParseTreeBuilder([], Tree)
+        bare.rule_builders = [(rule, []) for rule in rules]
+        self.builders = bare.create_callback(transformer)
+
+    def __missing__(self, rule):
+        made = ParseTreeBuilder([rule], Tree, False, False, True).create_callback(self.transformer)[rule]
+        self[rule] = made
+        return made
 
 
 class _Keywords:
@@ -279,28 +301,27 @@ class _CallbackCompiler:
     parent, so their value is made a plain list rather than a Tree whose children are then copied out.
     """
 
-    def __init__(self, callbacks):
-        builders: dict[str, list] = {}
-        for rule, f in callbacks.items():
-            builders.setdefault(rule.origin.name, []).append(f)
+    def __init__(self, builders: dict):
+        """`builders`: {rule: what its callback builds the value with, lark's wrappers taken off (`builder`)}."""
+        by_origin: dict[str, list] = {}
+        for rule, f in builders.items():
+            by_origin.setdefault(rule.origin.name, []).append(f)
         # Only when every callback is made of known parts can a helper's value change shape (no unknown wrapper
         # would then look for its `.children`).
-        known = all(self._known(f) for f in callbacks.values())
+        known = all(
+            _is_default_tree(f) or isinstance(f, (types.MethodType, types.FunctionType)) for f in builders.values()
+        )
         self.as_list = {
             name
-            for name, fs in builders.items()
-            if known and name.startswith("_") and all(_is_default_tree(self._builder(f)) for f in fs)
+            for name, fs in by_origin.items()
+            if known and name.startswith("_") and all(_is_default_tree(f) for f in fs)
         }
 
     @staticmethod
-    def _builder(f):
+    def builder(f):
         while isinstance(f, (*_FILTERS, ExpandSingleChild)):
             f = f.node_builder
         return f
-
-    def _known(self, f) -> bool:
-        f = self._builder(f)
-        return _is_default_tree(f) or isinstance(f, (types.MethodType, types.FunctionType))
 
     def compile(self, rule, f):
         """A function of the raw children, or None when the rule passes its single child through."""

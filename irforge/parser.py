@@ -474,6 +474,9 @@ class _Later:
         return getattr(self._lark, name)
 
 
+_RULE_START = re.compile(r"^[?!]*([a-z_][a-z0-9_]*)\s*:\s*(\"[^\"]+\"|[A-Z][A-Z0-9_]*\b)", re.M)
+
+
 def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
     """Make the op keyword that starts each custom-op rule a named terminal, so its token (and position) is kept.
 
@@ -483,19 +486,25 @@ def _name_keywords(grammar: str) -> tuple[str, dict[str, bool]]:
     keyword is stripped.
     """
     rules = [r.strip() for m in _EXTEND.finditer(grammar) for r in m.group(1).split("|") if r.strip()]
-    defs, strip = [], {}
+    # Each rule's first symbol, found in one scan of the grammar (a pattern per rule costs a compile each).
+    starts: dict = {}
+    for m in _RULE_START.finditer(grammar):
+        starts.setdefault(m.group(1), m)
+    defs, strip, edits = [], {}, []
     for rule in rules:
-        m = re.search(rf"^[?!]*{re.escape(rule)}\s*:\s*(\"[^\"]+\"|[A-Z][A-Z0-9_]*\b)", grammar, re.M)
+        m = starts.get(rule)
         if m is None:
             raise ValueError(f"custom op rule '{rule}' must start with its op keyword (a quoted literal or a terminal)")
-        if m.group(1).startswith('"'):
+        if m.group(2).startswith('"'):
             term = "KW_" + re.sub(r"[^A-Za-z0-9]", "_", rule).upper()
-            defs.append(f"{term}: {m.group(1)}")
-            grammar = grammar[: m.start(1)] + term + grammar[m.end(1) :]
+            defs.append(f"{term}: {m.group(2)}")
+            edits.append((m.start(2), m.end(2), term))
             strip[rule] = True
         else:
             strip[rule] = False
-            _OP_STARTS.add(m.group(1))  # a family's name terminal starts an op, like a keyword
+            _OP_STARTS.add(m.group(2))  # a family's name terminal starts an op, like a keyword
+    for start, end, term in sorted(edits, reverse=True):
+        grammar = grammar[:start] + term + grammar[end:]
     return grammar + "\n" + "\n".join(defs) + "\n", strip
 
 
