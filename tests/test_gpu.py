@@ -29,6 +29,10 @@ def _examples():
         E.tma_scale(256, 512, box_rows=32, box_cols=16, block=256, swizzle=32),
         E.tma_scale(256, 512, box_rows=32, box_cols=64, block=256, swizzle=128),
         E.mma_linear(64, 64, 256),
+        E.wgmma_linear(64, 256, bk=64, warpgroups=2),
+        E.wgmma_registers_a(64, 512, bk=64, warpgroups=2),
+        E.wgmma_registers_a(32, 256, bk=32, dtype="f16"),
+        E.wgmma_registers_a(16, 128, bk=16),
     ]
 
 

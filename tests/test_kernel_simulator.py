@@ -412,6 +412,27 @@ def test_wgmma_async_hazards_are_caught():
     )
 
 
+def test_wgmma_takes_a_from_registers_and_b_mn_major():
+    """A from the warpgroup's registers and B stored [16, N] (MN-major, as attention's V) give the product, read
+    through the same descriptor with rows and columns exchanged; a tile of B that would run past its rows' span,
+    and A registers a wgmma reads without a fence since they were written, are refused; the op refuses an A
+    fragment of another shape and a transposed B narrower than its buffer. A fence before the loop covers the
+    accumulator but not the A loaded after it."""
+    ex = examples.wgmma_registers_a(64, 128, bk=64, warpgroups=2)
+    (y,), (ref,) = _wgmma_run(ex.ir, ex)
+    assert rel_err(y, ref) < 1e-5
+    _wgmma_fails(ex.ir.replace("%vs[%ks * 16, 0]", "%vs[%ks * 16, 8]"), ex, "leaves its rows' span")
+    early = ex.ir.replace("      kernel.wgmma_fence\n", "").replace(
+        "    %c1 = kernel.for %ks", "    kernel.wgmma_fence\n    %c1 = kernel.for %ks"
+    )
+    _wgmma_fails(early, ex, "reads A's registers with no kernel.wgmma_fence since they were written")
+    with pytest.raises(IRForgeError, match=r'takes A from registers as a !kernel.frag<"a", bf16, \[64, 16\]'):
+        parse_module(ex.ir.replace('"a", bf16, [64, 16], "wgmma"', '"a", bf16, [64, 32], "wgmma"'))
+    narrow = ex.ir.replace('[64, 64], "wgmma">', '[64, 32], "wgmma">')
+    with pytest.raises(IRForgeError, match=r"B stored \[16, N\] \(transpose\) fills the rows of its buffer"):
+        parse_module(narrow)
+
+
 def test_wgmma_descriptor_bits():
     """PTX's matrix-descriptor format, by hand: a 128-byte-swizzled K-major bf16 tile at shared address 0x400 has
     start 0x400 >> 4 = 0x40 (bits 0-13), LBO 1 (16 bytes, bits 16-29), SBO 1024 >> 4 = 64 (bits 32-45) and mode 1

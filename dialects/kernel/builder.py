@@ -261,9 +261,13 @@ class KernelBuilder:
     def mma(self, a: Value, b: Value, c: Value, hint: str | None = None) -> Value:
         return self._add(K.MmaOp([a, b, c], [c.type]), hint)
 
-    def wgmma(self, a: Value, a_idx, b: Value, b_idx, c: Value, hint: str | None = None) -> Value:
+    def wgmma(
+        self, a: Value, a_idx, b: Value, b_idx, c: Value, hint: str | None = None, transpose_b: bool = False
+    ) -> Value:
+        """`a_idx` is empty for A in registers; `transpose_b`: B stored [16, N] (MN-major)."""
         groups = {"index_a": list(a_idx), "index_b": list(b_idx)}
-        return self._indexed(WG.WgmmaOp, [a, b, c], groups, [c.type], hint=hint)
+        attrs = {"transpose": UNIT} if transpose_b else {}
+        return self._indexed(WG.WgmmaOp, [a, b, c], groups, [c.type], attrs=attrs, hint=hint)
 
     def wgmma_fence(self) -> Operation:
         return self._add(WG.WgmmaFenceOp((), ()))

@@ -883,6 +883,72 @@ func.func @forward(%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]) -> f32[{m},{n}] {
     )
 
 
+def wgmma_registers_a(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
+    """y = a @ v (a [64 * warpgroups, k], v [k, n] row-major, f32 out) on wgmma with A from registers and B
+    MN-major, as attention's second product takes exp(x - m) and V: thread 0 has the copy engine bring each chunk of
+    `bk` rows of v into shared memory (rows of 2 * n bytes, swizzled in that span), every warpgroup loads its A
+    fragment of each step of 16 into registers, fences, issues a wgmma reading v's tile transposed, and after the
+    chunk commits and waits for them before the next chunk overwrites the buffer."""
+    span = 2 * n
+    m = 64 * warpgroups
+    acc = f'!kernel.frag<"acc", f32, [64, {n}], "wgmma">'
+    frag_a = f'!kernel.frag<"a", {dtype}, [64, 16], "wgmma">'
+    sw = f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
+    head = _header(
+        f"k_wgmma_registers_a_{dtype}",
+        [f"%a: !kernel.ptr<{dtype}>", f"%vm: !kernel.tensormap<{dtype}, [{k}, {n}], [{bk}, {n}], {span}>",
+         "%y: !kernel.ptr<f32>"],
+        "1",
+        f"{128 * warpgroups}",
+    )  # fmt: skip
+    ir = f"""{head} {{
+  %vs = kernel.smem {dtype}[{bk},{n}] {sw}
+  %full = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %c0 = kernel.const 0 : index
+  %leader = kernel.eq %t, %c0 : bool
+  kernel.if %leader {{
+    kernel.mbarrier_init %full[0], 1
+  }}
+  kernel.barrier
+  %row = kernel.index %t floordiv 128 * 64
+  %zero = kernel.const 0.0 : {acc}
+  %d = kernel.for %kc in 0 .. {k // bk} carry(%c <- %zero : {acc}) {{
+    kernel.if %leader {{
+      kernel.mbarrier_arrive %full[0] expect_tx {bk * span}
+      kernel.tma_load %vm[%kc * {bk}, 0] -> %vs, %full[0]
+    }}
+    kernel.mbarrier_wait %full[0], parity %kc mod 2
+    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : {acc}) {{
+      %fa = kernel.frag_load %a[%row * {k} + %kc * {bk} + %ks * 16] stride {k} : {frag_a}
+      kernel.wgmma_fence
+      %ci2 = kernel.wgmma %fa, %vs[%ks * 16, 0] transpose, %ci : {acc}
+      kernel.yield %ci2
+    }}
+    kernel.wgmma_commit
+    kernel.wgmma_wait 0
+    kernel.barrier
+    kernel.yield %c1
+  }}
+  kernel.frag_store %d, %y[%row * {n}] stride {n}
+}}
+func.func @forward(%a: {dtype}[{m},{k}], %v: {dtype}[{k},{n}]) -> f32[{m},{n}] {{
+  %y = kernel.alloc : f32[{m},{n}]
+  kernel.launch @k_wgmma_registers_a_{dtype}(%a, %v, %y)
+  func.return %y
+}}
+"""
+    return Example(
+        f"wgmma_registers_a_{dtype}_n{n}_bk{bk}",
+        ir,
+        lambda rng: [_rand(rng, (m, k), dtype), _rand(rng, (k, n), dtype)],
+        lambda ins: [ins[0].astype(np.float64) @ ins[1].astype(np.float64)],
+        1e-5,
+        (m * k + k * n) * ScalarType(dtype).bytes + m * n * 4,
+        lambda a, v: [a.float() @ v.float()],
+    )
+
+
 def tiny_examples() -> list[Example]:
     """Every example at a size the simulator runs in well under a second each."""
     return [
@@ -908,6 +974,9 @@ def tiny_examples() -> list[Example]:
         wgmma_linear(16, 128, bk=64),
         wgmma_linear(24, 64, bk=32, dtype="f16"),
         wgmma_linear(8, 32, bk=16, warpgroups=2),
+        wgmma_registers_a(64, 128, bk=64),
+        wgmma_registers_a(32, 32, bk=16, dtype="f16", warpgroups=2),
+        wgmma_registers_a(16, 64, bk=32),
     ]
 
 
@@ -935,4 +1004,6 @@ def gpu_examples() -> list[Example]:
         ldmatrix_mma(64, 32, 128, a_t=True, b_t=False, dtype="f16"),
         wgmma_linear(192, 4096, bk=64, warpgroups=2),
         wgmma_linear(128, 1024, bk=32, dtype="f16"),
+        wgmma_registers_a(64, 4096, bk=64, warpgroups=2),
+        wgmma_registers_a(32, 1024, bk=32, dtype="f16"),
     ]

@@ -13,8 +13,9 @@ shape and a layout family:
 - an "a" or "acc" tile of 8 rows is the top half of its atoms (a decode step's few query rows): the lane holds
   the elements above whose row is `g` (4 of "a", 2 of "acc"); the instruction reads zeros for rows 8-15 of A and
   its results there are dropped.
-- "wgmma" (`wgmma.mma_async` m64nNk16), a warpgroup's accumulator [64, N]: warp w of the group holds rows
-  16w .. 16w + 15 in the "acc" layout above, repeated every 8 columns (its operands stay in shared memory).
+- "wgmma" (`wgmma.mma_async` m64nNk16), a warpgroup's tiles of 64 rows: warp w of the group holds rows
+  16w .. 16w + 15, of an accumulator [64, N] in the "acc" layout above repeated every 8 columns, of an "a" operand
+  [64, 16] (A from registers: its B stays in shared memory) in the "a" layout above.
 
 Element order in a lane: operands ("a", "b") atom after atom (row-major over the atoms), each in PTX's register
 order; accumulators row-major over the lane's rows and columns (sorted), which is PTX's order for one atom and the
@@ -27,7 +28,7 @@ from __future__ import annotations
 # family: {role: atom shape}
 ATOMS = {
     "mma": {"a": (16, 16), "b": (16, 8), "acc": (16, 8)},
-    "wgmma": {"acc": (64, 8)},
+    "wgmma": {"a": (64, 16), "acc": (64, 8)},
 }
 # The threads sharing one fragment.
 THREADS = {"mma": 32, "wgmma": 128}
@@ -95,7 +96,7 @@ def why_not(family: str, role: str, shape) -> str | None:
         top = f" (or {HALF_ROWS} rows: the atoms' top half)" if family == "mma" and role != "b" else ""
         return f"a {family} {role!r} fragment's shape is a multiple of {list(atom)}{top}, got {list(shape)}"
     if family == "wgmma" and shape[0] != atom[0]:
-        return f"a wgmma accumulator is a warpgroup's 64 rows, got {list(shape)}"
+        return f"a wgmma {role!r} fragment is a warpgroup's 64 rows, got {list(shape)}"
     return None
 
 
@@ -113,7 +114,9 @@ def points(family: str, role: str, shape, g, t, w=0) -> list[tuple]:
         rows = [i * ar + r for i in range(atoms_down) for r in _acc_rows(family, g, w, top)]
         cols = [j * ac + c for j in range(shape[1] // ac) for c in _acc_cols(t)]
         return [(r, c) for r in rows for c in cols]
-    pairs = OPERAND_ATOMS[(family, role)]
+    # a warpgroup's "a": each warp's 16 rows in mma's "a" layout
+    pairs = OPERAND_ATOMS[("mma", role)]
+    base = w * 16 if family == "wgmma" else 0
     if top:  # the pairs on row g: the first and third
         pairs = pairs[0:2] + pairs[4:6]
     out = []
@@ -121,7 +124,7 @@ def points(family: str, role: str, shape, g, t, w=0) -> list[tuple]:
         for j in range(shape[1] // ac):
             for f in pairs:
                 r, c = f(g, t)
-                out.append((r + i * ar, c + j * ac))
+                out.append((r + base + i * ar, c + j * ac))
     return out
 
 

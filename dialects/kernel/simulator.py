@@ -189,6 +189,7 @@ class Warp:
         self.wgmma_open: list = []
         self.wgmma_groups: list = []
         self.wgmma_fenced = False
+        self.wgmma_fenced_values: dict = {}  # the values that existed at the last wgmma_fence
         self.registers: list = []  # the (action, count) of each kernel.setmaxnreg it ran
 
 
@@ -1245,10 +1246,11 @@ def _mma(sim, op, values, mask, w, env):
 
 
 # ---- warpgroup MMA (dialects/kernel/warpgroup.py) ---------------------------------------------------------------
-def _wgmma_tile(sim, op, which: str, rows: int, values, mask, w):
-    """The [rows, 16] tile operand `which` ("a" or "b") as the tensor cores read it: through its descriptor (the
-    layout `WG.descriptor` gives the buffer, starting at the tile's first element), not through the buffer's own
-    indexing, so a descriptor that names the layout wrongly reads the wrong elements. Returns (tile, addresses)."""
+def _wgmma_tile(sim, op, which: str, shape, values, mask, w):
+    """The tile operand `which` ("a" or "b") of `shape` as stored ([rows, 16] K-major, [16, N] MN-major) as the
+    tensor cores read it: through its descriptor (the layout `WG.descriptor` gives the buffer, starting at the
+    tile's first element), not through the buffer's own indexing, so a descriptor that names the layout wrongly
+    reads the wrong elements. Returns (tile, addresses)."""
     mem = values[getattr(op, which)]
     t = mem.type
     d = WG.descriptor(t)
@@ -1258,14 +1260,16 @@ def _wgmma_tile(sim, op, which: str, rows: int, values, mask, w):
     first = [int(i[mask][0]) for i in idx]
     if any(not 0 <= f < n for f, n in zip(first, t.shape)) or first[-2] % 8:
         raise sim._error(op, f"the {which.upper()} tile at {first} does not start a group of 8 rows in {t}", w)
+    if (first[-1] + shape[1]) * t.dtype.bytes > d.span:
+        raise sim._error(op, f"the {which.upper()} tile {list(shape)} at {first} leaves its rows' span in {t}", w)
     start = sum(f * st for f, st in zip(first, t.strides)) * t.dtype.bytes
-    r, k = np.meshgrid(np.arange(rows), np.arange(16), indexing="ij")
+    r, k = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
     addrs = WG.operand_address(d, start, r, k, t.dtype.bytes) // t.dtype.bytes
     if (addrs >= t.numel).any():
-        raise sim._error(op, f"the {which.upper()} tile [{rows}, 16] at {first} reaches outside {t}", w)
+        raise sim._error(op, f"the {which.upper()} tile {list(shape)} at {first} reaches outside {t}", w)
     flat = addrs.reshape(WARP, -1)
     data = _read(sim, op, mem, flat, np.ones(WARP, dtype=bool), w)
-    return data.reshape(rows, 16).astype(np.float32), (mem, flat, data)
+    return data.reshape(shape).astype(np.float32), (mem, flat, data)
 
 
 def _wgmma(sim, op, values, mask, w, env):
@@ -1279,14 +1283,22 @@ def _wgmma(sim, op, values, mask, w, env):
         c = w.wgmma_inflight[id(c)][1]
     elif not w.wgmma_fenced:
         raise sim._error(op, "reads an accumulator other instructions wrote, with no kernel.wgmma_fence since", w)
-    a, read_a = _wgmma_tile(sim, op, "a", 64, values, mask, w)
-    b, read_b = _wgmma_tile(sim, op, "b", acc.shape[1], values, mask, w)
-    d = (a @ b.T + _tile_of(acc, c, w)).astype(np.float32)
+    reads = []
+    if op.registers_a:  # written by other instructions: a fence must come between (among the values it saw)
+        if w.wgmma_fenced_values.get(id(values[op.a])) is not values[op.a]:
+            raise sim._error(op, "reads A's registers with no kernel.wgmma_fence since they were written", w)
+        a = _tile_of(op.a.type, values[op.a], w)
+    else:
+        a, read_a = _wgmma_tile(sim, op, "a", (64, 16), values, mask, w)
+        reads.append(read_a)
+    b, read_b = _wgmma_tile(sim, op, "b", op.b_tile(), values, mask, w)
+    reads.append(read_b)
+    d = (a @ (b if "transpose" in op.attributes else b.T) + _tile_of(acc, c, w)).astype(np.float32)
     rows, cols = _lane_points(acc, w)
     pending = np.full((WARP, acc.per_lane), np.nan, dtype=np.float32)
     w.wgmma_inflight[id(pending)] = (pending, d[rows, cols])
     values[op.result] = pending
-    w.wgmma_open.append((op, pending, read_a, read_b))
+    w.wgmma_open.append((op, pending, reads))
 
 
 def _setmaxnreg(sim, op, values, mask, w, env):
@@ -1296,6 +1308,7 @@ def _setmaxnreg(sim, op, values, mask, w, env):
 
 def _wgmma_fence(sim, op, values, mask, w, env):
     w.wgmma_fenced = True
+    w.wgmma_fenced_values = {id(v): v for v in values.values()}  # kept alive, so an id names one value
 
 
 def _wgmma_commit(sim, op, values, mask, w, env):
@@ -1307,7 +1320,7 @@ def _wgmma_wait(sim, op, values, mask, w, env):
     """Complete the oldest groups: their accumulators become readable, and the shared memory they read must hold
     what it held at their issue (the tensor cores read it at some point in between)."""
     while len(w.wgmma_groups) > op.attributes["pending"]:
-        for issued, pending, *reads in w.wgmma_groups.pop(0):
+        for issued, pending, reads in w.wgmma_groups.pop(0):
             for mem, addrs, data in reads:
                 if (mem.data[addrs] != data).any():
                     raise sim._error(issued, "shared memory it reads was written before its kernel.wgmma_wait", w)

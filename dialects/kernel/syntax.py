@@ -261,9 +261,9 @@ class KernelSyntax:
         return OpAST("kernel.mma", operands=[a, b, acc], result_types=[t])
 
     def kernel_wgmma(self, c):
-        a, ia, b, ib, acc, t = c
-        (ma, mb), refs = _bind([ia, ib], a.loc)
-        attrs = {"index_a": ma, "index_b": mb}
+        a, ia, b, ib, transpose, acc, t = c
+        (ma, mb), refs = _bind([ia or [], ib], a.loc)  # A in registers has no index
+        attrs = {"index_a": ma, "index_b": mb, **_frag_options(None, transpose)}
         return OpAST("kernel.wgmma", operands=[a, b, acc, *refs], attrs=attrs, result_types=[t])
 
     def kernel_wgmma_fence(self, c):

@@ -1,12 +1,14 @@
 """Warpgroup MMA (sm_90a): `wgmma.mma_async` reading its operands from shared memory through matrix descriptors.
 
 A warpgroup (four consecutive warps, 128 threads) multiplies A [64, 16] by B [16, N] into its accumulator
-`!kernel.frag<"acc", f32, [64, N], "wgmma">` (warp w of the group holds rows 16w .. 16w + 15). The operands never
-pass through registers: each is a shared-memory tile named by a 64-bit descriptor (its start address, the byte
-distance between groups of 8 rows, and the swizzle mode the tile was written with). `kernel.wgmma` takes both
-operands K-major, the layout `nn.Linear` keeps: A's 64 rows and B's N rows (B given as [N, 16], its transpose) run
-along the buffer's second-to-last dimension, K along the last, rows of 32, 64 or 128 bytes swizzled as the tensor
-memory accelerator writes them in that mode (`tma_swizzle`) — the layouts the descriptor can name.
+`!kernel.frag<"acc", f32, [64, N], "wgmma">` (warp w of the group holds rows 16w .. 16w + 15). B, and A unless it
+comes from the warpgroup's registers, is a shared-memory tile named by a 64-bit descriptor (its start address, the
+byte distance between groups of 8 rows, and the swizzle mode the tile was written with). A shared tile is K-major,
+the layout `nn.Linear` keeps: A's 64 rows and B's N rows (B given as [N, 16], its transpose) run along the buffer's
+second-to-last dimension, K along the last, rows of 32, 64 or 128 bytes swizzled as the tensor memory accelerator
+writes them in that mode (`tma_swizzle`) — the layouts the descriptor can name. B may also be MN-major
+(`transpose`: stored [16, N], K down the rows, N along rows of exactly the swizzle's span), which the same
+descriptor names with the roles of rows and columns exchanged.
 
 The instruction is asynchronous: `kernel.wgmma_fence` orders the accumulator registers' earlier writes before it,
 `kernel.wgmma_commit` closes a group of issued wgmmas, and `kernel.wgmma_wait N` waits until at most N groups are in
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irforge.attributes import UNIT
 from irforge.index_expr import AffineMap
 from irforge.target import target
 
@@ -76,19 +79,24 @@ def hardware_swizzle(addr, span: int):
 
 def operand_address(d: Descriptor, start: int, row, k, dtype_bytes: int):
     """Byte address (in the buffer) of element (row, k) of the K-major tile whose descriptor has layout `d` and
-    start byte `start`: groups of 8 rows SBO apart, rows `span` bytes apart inside a group, then the swizzle."""
+    start byte `start`: groups of 8 rows SBO apart, rows `span` bytes apart inside a group, then the swizzle. An
+    MN-major tile (one swizzle span of N) is addressed the same way with (k, n) for (row, k)."""
     return hardware_swizzle(start + (row // 8) * d.sbo + (row % 8) * d.span + k * dtype_bytes, d.span)
 
 
 class WgmmaOp(IndexedOp):
-    """`wgmma.mma_async` m64nNk16: a warpgroup's accumulator `c` [64, N] plus A [64, 16] times B [16, N], A's tile at
-    `a[index_a]` and B's (stored [N, 16]) at `b[index_b]`, both K-major in shared memory. Asynchronous: the result
-    is ready after a `kernel.wgmma_wait`; the four warps of the warpgroup issue it together."""
+    """`wgmma.mma_async` m64nNk16: a warpgroup's accumulator `c` [64, N] plus A [64, 16] times B [16, N]. A is a tile
+    of shared memory at `a[index_a]`, K-major, or the warpgroup's registers (`!kernel.frag<"a", T, [64, 16],
+    "wgmma">`, no index: how a product computed in registers, such as attention's exp(x - m), enters the next one).
+    B is a tile of shared memory at `b[index_b]`: K-major (stored [N, 16]), or with `transpose` MN-major (stored
+    [16, N], N along rows of exactly the swizzle's span: V [keys, head dim] as attention reads it). Asynchronous:
+    the result is ready after a `kernel.wgmma_wait`; the four warps of the warpgroup issue it together."""
 
     name = "kernel.wgmma"
     operand_names = ("a", "b", "c", "*indices")
     result_names = ("result",)
     attribute_types = {"index_a": AffineMap, "index_b": AffineMap}
+    optional_attributes = {"transpose": type(UNIT)}
     num_regions = 0
     num_fixed = 3
     index_groups = ("index_a", "index_b")
@@ -97,11 +105,23 @@ class WgmmaOp(IndexedOp):
     def infer_result_types(cls, operand_types, attributes):
         return [operand_types[2]]
 
+    @property
+    def registers_a(self) -> bool:
+        """Whether A comes from the warpgroup's registers (else from shared memory through a descriptor)."""
+        return isinstance(self.a.type, FragType)
+
+    def b_tile(self) -> tuple[int, int]:
+        """The shape of B's tile as it is stored: [N, 16] K-major, [16, N] with `transpose`."""
+        n = self.c.type.shape[1]
+        return (16, n) if "transpose" in self.attributes else (n, 16)
+
     def verify_op(self):
         self.verify_indices()
         a, b, c = self.a.type, self.b.type, self.c.type
-        if not (isinstance(a, SmemType) and isinstance(b, SmemType) and isinstance(c, FragType)):
-            raise self.error("multiplies two !kernel.smem tiles into a !kernel.frag accumulator")
+        if not (isinstance(a, (SmemType, FragType)) and isinstance(b, SmemType) and isinstance(c, FragType)):
+            raise self.error(
+                "multiplies A (a !kernel.smem tile or registers) by a !kernel.smem tile into a !kernel.frag"
+            )
         if (c.role, c.layout, c.dtype.name) != ("acc", "wgmma", "f32") or c.shape[0] != 64:
             raise self.error(f'accumulates into a !kernel.frag<"acc", f32, [64, N], "wgmma">, not {c}')
         if a.dtype != b.dtype:
@@ -109,20 +129,35 @@ class WgmmaOp(IndexedOp):
         n = c.shape[1]
         if n % 8 or not 8 <= n <= 256:
             raise self.error(f"has N from 8 to 256 in steps of 8, not {n}")
-        for what, t, rows in (("A", a, 64), ("B", b, n)):
+        tiles = [("B", b, self.b_tile())]
+        if self.registers_a:
+            if (a.role, a.layout, a.shape) != ("a", "wgmma", (64, 16)):
+                raise self.error(
+                    f'takes A from registers as a !kernel.frag<"a", {a.dtype}, [64, 16], "wgmma">, not {a}'
+                )
+            if self.exprs("index_a"):
+                raise self.error("takes no index for A in registers")
+        else:
+            tiles.insert(0, ("A", a, (64, 16)))
+        for what, t, (rows, cols) in tiles:
             d = descriptor(t)
             if isinstance(d, str):
                 raise self.error(f"{what}: {d}")
             if len(self.exprs(f"index_{what.lower()}")) != len(t.shape):
                 raise self.error(f"{what} takes {len(t.shape)} indices (the tile's first element) into {t}")
-            if t.shape[-2] < rows or t.shape[-1] < 16:
-                raise self.error(f"{what}'s tile [{rows}, 16] does not fit {t}")
+            if t.shape[-2] < rows or t.shape[-1] < cols:
+                raise self.error(f"{what}'s tile [{rows}, {cols}] does not fit {t}")
+        if "transpose" in self.attributes and b.shape[-1] != n:
+            raise self.error(f"B stored [16, N] (transpose) fills the rows of its buffer: N = {b.shape[-1]}, not {n}")
         if self.result.type != c:
             raise self.error(f"result must be {c}")
 
     def print_custom(self, p):
-        p.write("kernel.wgmma ", p.value(self.a), "[", self.fmt(p, "index_a"), "], ")
-        p.write(p.value(self.b), "[", self.fmt(p, "index_b"), "], ", p.value(self.c))
+        p.write("kernel.wgmma ", p.value(self.a))
+        if not self.registers_a:
+            p.write("[", self.fmt(p, "index_a"), "]")
+        p.write(", ", p.value(self.b), "[", self.fmt(p, "index_b"), "]")
+        p.write(" transpose" if "transpose" in self.attributes else "", ", ", p.value(self.c))
         p.write(" : ", p.type(self.result.type))
 
 

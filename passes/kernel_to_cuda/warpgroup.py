@@ -30,21 +30,35 @@ class WarpgroupStatements:
         self.line(f"float {d}[{t.per_lane}];")
         self.unrolled(t.per_lane, f"{d}[irf_e] = {c}[irf_e];")
         regs = [fragments.acc_element(t.shape, 0, j, k, "wgmma") for j in range(n // 8) for k in range(4)]
-        dtype = op.a.type.dtype.name
+        dtype = op.b.type.dtype.name
         listed = ", ".join(f"%{i}" for i in range(len(regs)))
-        a, b = len(regs), len(regs) + 1
+        trans_b = int("transpose" in op.attributes)
+        ins = []
+        if op.registers_a:  # the lane's 8 elements of A, packed in pairs as mma.sync's A registers are
+            a = self.name(op.a)
+            ins += [f'"r"(irf_pack2({a}[{2 * i}], {a}[{2 * i + 1}]))' for i in range(4)]
+            first = len(regs)
+            operand_a = "{" + ", ".join(f"%{first + i}" for i in range(4)) + "}"
+            scales = f"p, 1, 1, {trans_b}"  # no transpose of A from registers
+        else:
+            ins.append('"l"(irf_da)')
+            operand_a = f"%{len(regs)}"
+            scales = f"p, 1, 1, 0, {trans_b}"
+        operand_b = f"%{len(regs) + len(ins)}"
+        ins.append('"l"(irf_db)')
         self.line("{")
         self.depth += 1
-        self.line(f"const unsigned long long irf_da = {self.wgmma_descriptor(op, 'a')};")
+        if not op.registers_a:
+            self.line(f"const unsigned long long irf_da = {self.wgmma_descriptor(op, 'a')};")
         self.line(f"const unsigned long long irf_db = {self.wgmma_descriptor(op, 'b')};")
         self.line(
             f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n'
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{listed}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n"
-            f'}}\\n"'
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{listed}}}, {operand_a}, {operand_b}, "
+            f'{scales};\\n}}\\n"'
         )
         self.depth += 1
         self.line(": " + ", ".join(f'"+f"({d}[{e}])' for e in regs))
-        self.line(': "l"(irf_da), "l"(irf_db));')
+        self.line(": " + ", ".join(ins) + ");")
         self.depth -= 2
         self.line("}")
 
