@@ -357,17 +357,42 @@ def why_not_descriptors(ops: Operands) -> str | None:
     return None
 
 
+def why_not_attention_descriptors(ops: AttentionOperands) -> str | None:
+    """Why wgmma cannot read attention's K and V from shared memory through descriptors (None when it can): each
+    must be one load, widened and nothing else, K with the head dimension along its buffer's last dimension (K-major
+    for the scores), V with the keys down its rows (MN-major for the second product). Q and exp(x - m) reach the
+    products from registers."""
+    parts = [(ops.scores[1], ops.contraction.a_reduction.iv, -1)]
+    parts += [(w, ops.contraction.reduce.iv, -2) for w in ops.weights if w is not None]
+    for f, k, along in parts:
+        if len(f.ops) != 1 or len(f.loads) != 1:
+            return "K or V is computed from its loads (a prologue); wgmma reads shared-memory tiles as they are"
+        if k_dim(f.loads[0], k) != along:
+            return "K's head dimension is not along its buffer's rows, or V's keys not down them (wgmma's layouts)"
+    return None
+
+
+def descriptor_factors(loop: ForOp) -> list[Factor]:
+    """The factors a loop laid out on a wgmma atom has wgmma read through descriptors: both of a contraction's,
+    attention's K and V (its Q and exp(x - m) come from registers); none where a descriptor cannot read them."""
+    atom = Atom.parse(loop.attributes.get("atom", ""))
+    if atom is None or atom.family != "wgmma":
+        return []
+    ops = any_operands(loop, *loop.ivs)
+    if isinstance(ops, AttentionOperands):
+        return [] if why_not_attention_descriptors(ops) else [ops.scores[1], *(w for w in ops.weights if w)]
+    if isinstance(ops, str) or why_not_descriptors(ops):
+        return []
+    return [f for a, b in ops.products for f in (a, b)]
+
+
 def descriptor_stages(root: Operation) -> list:
-    """The stages under `root` whose boxes a wgmma reads through descriptors: the sources of the factor loads of
-    every contraction laid out on a wgmma atom."""
+    """The stages under `root` whose boxes a wgmma reads through descriptors: the sources of the loads of
+    `descriptor_factors` of every loop laid out on a wgmma atom."""
     out = []
     for loop in (lp for lp in root.walk() if isinstance(lp, ForOp) and "atom" in lp.attributes):
-        atom = Atom.parse(loop.attributes["atom"])
-        ops = operands(loop, *loop.ivs) if atom is not None and atom.family == "wgmma" else "not wgmma"
-        if isinstance(ops, str) or why_not_descriptors(ops):
-            continue
-        for a, b in ops.products:
-            out += [ld.operands[0].owner for ld in a.loads + b.loads if isinstance(ld.operands[0].owner, StageOp)]
+        for f in descriptor_factors(loop):
+            out += [ld.operands[0].owner for ld in f.loads if isinstance(ld.operands[0].owner, StageOp)]
     return list(dict.fromkeys(out))
 
 

@@ -700,8 +700,8 @@ class Heuristic:
         groups). Measured on an H100
         (bench/results/warp_specialize-h100-2026-11-26): 128 x 256 tiles (L2, L7, L9, L10) 0.5-3% faster with it,
         within run-to-run noise; 128 x 64 tiles, two or three blocks a multiprocessor (L1, L8), 9-10% slower."""
-        if not set(fragments.descriptor_stages(kernel)) & set(loop.body.ops):
-            return False
+        if not set(fragments.descriptor_stages(kernel)) & set(loop.body.ops) or _attention_on_atoms(kernel):
+            return False  # attention's consumers keep their copies (a producer for it is not built)
         return any(_wgmma_columns(lp) > WGMMA_TILE[1] for lp in _wgmma_loops(kernel))
 
     def persistent(self, kernel: T.KernelOp, band: T.ForOp, blocks: int) -> bool:

@@ -30,8 +30,9 @@ class TileTensorize(Pass):
     keeps its schedule, and the pass says why (`-v`).
 
     Attention is laid out by the same rule, found by its algebra (`fragments.attention_operands`: an online carrier
-    whose key is a contraction, the scores, and whose weights are 16-bit factors, V): on mma atoms, each warp whole
-    rows of O (warps [k, 1]), so a row's scores, their max and exp(x - m) stay in its lanes;
+    whose key is a contraction, the scores, and whose weights are 16-bit factors, V): each warp whole rows of O
+    (warps [k, 1]), so a row's scores, their max and exp(x - m) stay in its lanes, on mma atoms or (`atom=wgmma`)
+    warpgroups of 64 rows whose wgmmas read K and V through descriptors and Q and exp(x - m) from registers;
     `lower-to-kernel` computes both products on the atoms (`passes/tile_to_kernel/flash.py`). A warp tile of 4 to 8
     rows (a decode step's GQA group of heads at one position) takes the atoms' top halves, one row a lane (lanes
     past the rows, ghosts, take part in the mma and store nothing).
@@ -74,7 +75,7 @@ class TileTensorize(Pass):
         if self.atom != "auto":
             return self.atom
         if isinstance(_operands(loop), fragments.AttentionOperands):
-            return "mma"
+            return heuristic().attention_atom(kernel, loop, *loop.ivs) or "mma"
         return heuristic().tensor_atom(kernel, loop, *loop.ivs) or "mma"
 
     def _atom(self, loop: T.ForOp, family: str) -> fragments.Atom | None:
@@ -86,7 +87,8 @@ class TileTensorize(Pass):
         if atom is None:
             return None
         if isinstance(_operands(loop), fragments.AttentionOperands):
-            # each warp takes whole rows of O, so a row's scores, max and exp(x - m) stay in its lanes
+            # each warp takes whole rows of O, so a row's scores, max and exp(x - m) stay in its lanes (on wgmma a
+            # warpgroup's 64 rows, 16 a warp)
             warps = (count, 1)
             fixed_ok = self.wn in (0, loop.extents[1]) and self.wm in (0, loop.extents[0] // count)
             return warps if fixed_ok and fragments.why_not_layout(loop.extents, warps, atom) is None else None
@@ -135,8 +137,6 @@ class TileTensorize(Pass):
         if isinstance(ops, str):
             return ops
         attention = isinstance(ops, fragments.AttentionOperands)
-        if attention and self._family(kernel, loop) != "mma":
-            return "attention runs on mma.sync atoms (wgmma would take exp(x - m) from registers: not built)"
         auto = heuristic().attention_atom(kernel, loop, *loop.ivs) if attention else None
         if self.atom == "auto" and not attention and heuristic().tensor_atom(kernel, loop, *loop.ivs) is None:
             return "the default schedule keeps it there (decode-shaped, or no tensor cores on the target)"
@@ -147,8 +147,10 @@ class TileTensorize(Pass):
         if kernel.axis_size("threadIdx.y") * kernel.axis_size("threadIdx.z") != 1 or loop.bind != ("threadIdx.x",):
             return "its threads are not the block's along x alone"
         family = self._family(kernel, loop)
-        if family == "wgmma" and not attention and fragments.why_not_descriptors(ops):
-            return fragments.why_not_descriptors(ops)
+        if family == "wgmma":
+            why = fragments.why_not_attention_descriptors(ops) if attention else fragments.why_not_descriptors(ops)
+            if why:
+                return why
         warps = self._warps(kernel, loop, family)
         if warps is None:
             what = "warpgroups of 64 rows" if family == "wgmma" else "warp tiles"

@@ -38,7 +38,7 @@ from irforge.types import TensorType, f32, index
 
 from . import masked
 from .emit import run_steps
-from .tensor_cores import _factor, atom_loop
+from .tensor_cores import _factor, _slab_tile, atom_loop, on_wgmma
 
 
 def chain(r: T.ReduceOp) -> tuple[T.ForOp, fragments.AttentionOperands] | None:
@@ -72,7 +72,8 @@ def carrier_types(r: T.ReduceOp) -> list | None:
     loop, ops = found
     tile = _warp_tile(loop)
     rows = TensorType(f32, (2 * tile[0] // 16, 1))
-    return [rows] + [rows if w is None else FragType("acc", f32, tile) for w in ops.weights]
+    acc = FragType("acc", f32, (64, tile[1]), "wgmma") if on_wgmma(loop, r) else FragType("acc", f32, tile)
+    return [rows] + [rows if w is None else acc for w in ops.weights]
 
 
 def register_tile(m, r: T.ReduceOp, v: Value) -> Value:
@@ -103,16 +104,20 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
 
     # 1. the scores, S = Q · Kᵀ, on the warp's rows and the chunk's keys
     scores = ops.contraction.a_reduction
-    s_type = FragType("acc", f32, (tile[0], keys))
-    steps = scores.extents[0] // 16
-    with kb.for_(0, steps, carries=[kb.const(0.0, s_type, "s")], hint="ks", unroll=0) as lp:
-        at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
-        frags: dict[Value, Value] = {}
-        fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags, rows=loop.extents[0])
-        fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
-        lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
+    wgmma = on_wgmma(loop, op)
     lanes = (2 * tile[0] // 16, keys // 4)
-    s_tile = kb.reshape(lp.results[0], TensorType(f32, lanes), "scores")
+    if wgmma:
+        s_tile = kb.reshape(_scores_on_wgmma(m, loop, ops, origin, op.iv, keys), TensorType(f32, lanes), "scores")
+    else:
+        s_type = FragType("acc", f32, (tile[0], keys))
+        steps = scores.extents[0] // 16
+        with kb.for_(0, steps, carries=[kb.const(0.0, s_type, "s")], hint="ks", unroll=0) as lp:
+            at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
+            frags: dict[Value, Value] = {}
+            fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags, rows=loop.extents[0])
+            fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
+            lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
+        s_tile = kb.reshape(lp.results[0], TensorType(f32, lanes), "scores")
 
     # 2. each score's key x: the element's ops on the lane's tile of scores, its keys' indices a row of the tile
     offsets = tuple(c for _, c in layouts.points("mma", "acc", (16, keys), 0, 0)[: keys // 4])
@@ -167,12 +172,55 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
             continue
         acc = kb.reshape(s, init.type)
         p = kb.cast(t, TensorType(w.value.type, lanes), "p")
-        for j in range(keys // 16):
+        if wgmma:
+            acc = _weighted_on_wgmma(m, w, p, acc, origin, op.iv, keys)
+        for j in range(0 if wgmma else keys // 16):
             at = origin | {op.iv: kb.index(16 * j, "key0")}
             vb = _factor(m, w, "b", (16, tile[1]), at, op.iv, {})
             acc = kb.mma(_operand_a(kb, p, tile[0], keys, j), vb, acc, "o")
         out.append(acc)
     return out
+
+
+def _scores_on_wgmma(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv, keys: int) -> Value:
+    """S = Q · Kᵀ for the warpgroup's 64 rows and the chunk's keys as one group of wgmmas, a step of 16 along the
+    head dimension each: Q's fragments from registers (each warp's 16 rows read as on mma.sync: a warpgroup's "a"
+    fragment is its warps' ones), K's tile [keys, 16] through its descriptor."""
+    kb = m.kb
+    scores = ops.contraction.a_reduction
+    at = [origin | {key_iv: kb.index(0), scores.iv: kb.index(16 * i, "k0")} for i in range(scores.extents[0] // 16)]
+    q = [_factor(m, ops.scores[0], "a", (16, 16), a, scores.iv, {}, rows=loop.extents[0]) for a in at]
+    q = [_as_wgmma_a(kb, f) for f in q]
+    s = kb.const(0.0, FragType("acc", f32, (64, keys), "wgmma"), "s")
+    kb.wgmma_fence()  # Q's registers and the zeros were written by other instructions
+    for qa, a in zip(q, at):
+        s = kb.wgmma(qa, [], *_slab_tile(m, ops.scores[1].loads[0], a), s, "s")
+    kb.wgmma_commit()
+    kb.wgmma_wait(0)
+    return s
+
+
+def _weighted_on_wgmma(m, w: fragments.Factor, p: Value, acc: Value, origin: dict, key_iv, keys: int) -> Value:
+    """O += exp(x - k) · V for the chunk's keys as one group of wgmmas, 16 keys each: the terms from registers (the
+    lane's elements of the scores' accumulator are an "a" fragment's), V's tile [16, head dim] through its
+    descriptor, MN-major."""
+    kb = m.kb
+    a = [_operand_a(kb, p, 16, keys, j, "wgmma") for j in range(keys // 16)]
+    kb.wgmma_fence()  # the terms' registers, and O rescaled at the new key
+    for j, pa in enumerate(a):
+        vb, ib = _slab_tile(m, w.loads[0], origin | {key_iv: kb.index(16 * j, "key0")})
+        acc = kb.wgmma(pa, [], vb, ib, acc, "o", transpose_b=True)
+    kb.wgmma_commit()
+    kb.wgmma_wait(0)
+    return acc
+
+
+def _as_wgmma_a(kb, frag: Value) -> Value:
+    """A warp's mma "a" fragment [16, 16] as its share of the warpgroup's wgmma "a" fragment [64, 16]: the same lane
+    elements (`dialects/kernel/fragments.py`)."""
+    t = frag.type
+    lane = kb.reshape(frag, TensorType(t.dtype, (t.per_lane,)))
+    return kb.reshape(lane, FragType("a", t.dtype, (64, 16), "wgmma"), "q_a")
 
 
 def _key(m, key_ops, x: Value, t: TensorType) -> Value:
@@ -215,10 +263,12 @@ def _across_quad(kb, join: str, rows: Value) -> Value:
     return out
 
 
-def _operand_a(kb, p: Value, rows: int, keys: int, j: int) -> Value:
+def _operand_a(kb, p: Value, rows: int, keys: int, j: int, layout: str = "mma") -> Value:
     """The `a` fragment `[rows, 16]` of keys 16j .. 16j + 15 of the lane tile `p` of an accumulator `[rows, keys]`:
-    each `a` element's point is one the lane holds in the accumulator, at the same place in every lane."""
-    a_type = FragType("a", element_type(p.type), (rows, 16))
+    each `a` element's point is one the lane holds in the accumulator, at the same place in every lane. With
+    `layout` "wgmma", the warp's share of the warpgroup's [64, 16] (its 16 rows: the same elements)."""
+    shape = (64, 16) if layout == "wgmma" else (rows, 16)
+    a_type = FragType("a", element_type(p.type), shape, layout)
     cols = p.type.shape[1]
     place = {}
     for lane in range(target().warp_size):

@@ -59,8 +59,8 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     ops = fragments.any_operands(op, *op.ivs, atom.k)
     if isinstance(ops, str):
         return f"is laid out on {atom}, but its contraction {ops}"
-    if isinstance(ops, fragments.AttentionOperands) and (atom.family != "mma" or op.attributes["warps"][1] != 1):
-        return f"is laid out on {atom}, but attention runs on mma atoms with whole rows a warp (warps [k, 1])"
+    if isinstance(ops, fragments.AttentionOperands) and op.attributes["warps"][1] != 1:
+        return f"is laid out on {atom}, but attention runs with whole rows a warp (warps [k, 1])"
     rows = op.extents[0] // op.attributes.get("warps", (1, 1))[0]
     if rows in fragments.TOP_ROWS and not isinstance(ops, fragments.AttentionOperands):
         return f"is laid out on {atom} in warp tiles of {rows} rows (the atoms' top halves), built for attention only"
@@ -91,24 +91,22 @@ def atom_loop(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
 
 
 def on_wgmma(loop: T.ForOp, inner: T.ReduceOp) -> bool:
-    """Whether the tensorized `loop` computes its contraction `inner` with wgmma: laid out on a wgmma atom, on a
-    target that has it, its factors plain K-major loads of stages the tensor memory accelerator copies in the
-    layout a descriptor names."""
-    atom = fragments.Atom.parse(loop.attributes["atom"])
-    if atom.family != "wgmma" or not target().has("wgmma"):
+    """Whether the tensorized `loop` computes its contraction `inner` (or attention's two) with wgmma: laid out on a
+    wgmma atom, on a target that has it, the factors it reads through descriptors (`fragments.descriptor_factors`)
+    plain loads of stages the tensor memory accelerator copies in the layout a descriptor names."""
+    if not target().has("wgmma"):
         return False
-    ops = fragments.operands(loop, *loop.ivs)
-    if isinstance(ops, str) or fragments.why_not_descriptors(ops):
+    factors = fragments.descriptor_factors(loop)
+    return bool(factors) and all(_descriptor_slab(ld) for f in factors for ld in f.loads)
+
+
+def _descriptor_slab(load: T.LoadOp) -> bool:
+    """Whether a factor's load reads a stage the tensor memory accelerator copies in a layout a descriptor names."""
+    st = load.operands[0].owner
+    if not isinstance(st, T.StageOp) or st.copy != "tma" or st.attributes.get("pad", 0):
         return False
-    for a, b in ops.products:
-        for ld in a.loads + b.loads:
-            st = ld.operands[0].owner
-            if not isinstance(st, T.StageOp) or st.copy != "tma" or st.attributes.get("pad", 0):
-                return False
-            t = SmemType(st.result.type.dtype, st.box, tuple(st.attributes.get("swizzle", ())))
-            if isinstance(warpgroup.descriptor(t), str):
-                return False
-    return True
+    t = SmemType(st.result.type.dtype, st.box, tuple(st.attributes.get("swizzle", ())))
+    return not isinstance(warpgroup.descriptor(t), str)
 
 
 def accumulator(m, r: T.ReduceOp) -> FragType | None:
