@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
 from irforge.dialects.tile import fragments
 
 from irforge.interpreter import interpret
@@ -46,14 +47,21 @@ def _through_loop_to_tile(m):
     return reference
 
 
-def _on_atoms(module) -> list[T.ForOp]:
+def _on_atoms(module, family: str | None = None) -> list[T.ForOp]:
+    """The loops laid out on tensor-core atoms (of `family`, or either) whose contraction is attention."""
     return [
         lp
         for lp in module.walk()
         if isinstance(lp, T.ForOp)
-        and lp.attributes.get("atom") == "mma.m16n8k16"
+        and "atom" in lp.attributes
+        and fragments.Atom.parse(lp.attributes["atom"]).family in ((family,) if family else ("mma", "wgmma"))
         and isinstance(fragments.any_operands(lp, *lp.ivs), fragments.AttentionOperands)
     ]
+
+
+def _factor_types(module) -> set:
+    """The element types the kernels' tensor-core instructions multiply (mma.sync's and wgmma's)."""
+    return {op.operands[0].type.dtype for op in module.walk() if isinstance(op, (K.MmaOp, WG.WgmmaOp))}
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
@@ -76,10 +84,41 @@ def test_attention_on_mma_atoms_matches_the_loop_interpreter(dtype, kv_heads, gr
         dtype=dtype,
     )  # fmt: skip
     reference = _through_loop_to_tile(m)
-    assert _on_atoms(m), "the default schedule lays prefill attention of 16-bit factors out on mma atoms"
+    assert _on_atoms(m), "the default schedule lays prefill attention of 16-bit factors out on tensor-core atoms"
     run_pipeline(m, "tile-to-kernel")
-    mmas = [op for op in m.walk() if isinstance(op, K.MmaOp)]
-    assert {op.operands[0].type.dtype for op in mmas} == {dtype}  # both products, exp(x - m) in the factors' type
+    assert _factor_types(m) == {dtype}  # both products, exp(x - m) in the factors' type
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    dtype=st.sampled_from([bf16, f16]),
+    group=st.sampled_from([1, 2]),
+    chunks=st.integers(2, 3),
+    e=st.sampled_from([16, 32, 64]),
+    ev=st.sampled_from([16, 32, 64]),
+    mask=st.sampled_from(["none", "causal"]),
+)
+@example(dtype=bf16, group=2, chunks=2, e=64, ev=64, mask="causal")
+def test_attention_on_wgmma_matches_the_loop_interpreter(dtype, group, chunks, e, ev, mask):
+    """On sm_90a the default schedule runs both products on wgmma where V's rows are one swizzle span (a head
+    dimension of 64 at most) and the keys come in chunks (the slabs then ring, copied by the tensor memory
+    accelerator): Q and exp(x - m) from registers, K and V (MN-major) through descriptors, no mma.sync left; the
+    kernel simulator agrees with the loop interpreter."""
+    keys = 128 * chunks
+    m = loopgen.attention_module(
+        batch=1, kv_heads=1, group=group, queries=keys if mask == "causal" else 64, keys=keys, e=e, ev=ev, mask=mask,
+        scale=0.25, dtype=dtype,
+    )  # fmt: skip
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    run_pipeline(m, "loop-to-tile")
+    assert _on_atoms(m, "wgmma")
+    run_pipeline(m, "tile-to-kernel")
+    wgmmas = [op for op in m.walk() if isinstance(op, WG.WgmmaOp)]
+    assert {op.registers_a for op in wgmmas} == {True}  # Q and exp(x - m)
+    assert {"transpose" in op.attributes for op in wgmmas} == {False, True}  # K-major K, MN-major V
+    assert not any(isinstance(op, K.MmaOp) for op in m.walk()) and _factor_types(m) == {dtype}
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
 
 

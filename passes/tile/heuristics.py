@@ -105,7 +105,10 @@ ATTENTION_WARPS_PER_SM = 16
 # (Qwen2.5's decode layer, 513 keys) 57 shares 206 us, 171 (three keys each) 242.
 ATTENTION_DECODE_BLOCKS_PER_SM = 16
 DECODE_MIN_SHARE_KEYS = 8
-# Attention of 16-bit factors at prefill runs both products on mma.sync atoms (`attention_atom`): blocks of
+# Attention of 16-bit factors at prefill runs both products on wgmma where a warpgroup's 64 rows take the block's
+# warps 16 rows each and V's rows are one swizzle span (head dimension 64 at most in 16 bits), else on mma.sync
+# atoms (`attention_atom`). On an H100 (bench/results/attention_wgmma-h100-2026-11-28): F2 87.5 -> 66.3 us (0.70x
+# -> 0.91x of SDPA), F1 15.5 -> 13.8 (0.85x -> 0.95x). On mma.sync: blocks of
 # ATTENTION_MMA_WARPS warps, each whole query rows (a row's scores, max and exp(x - m) stay in its lanes): 16, or
 # ATTENTION_MMA_WARP_ROWS for a head dimension over ATTENTION_MMA_NARROW_HEAD where the queries come in such blocks
 # (each K/V fragment a warp reads from shared memory then serves twice the rows). On an H100
@@ -627,12 +630,27 @@ class Heuristic:
         the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
         of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
         queries come in blocks of 16 rows a warp (prefill) or are a few (`fragments.TOP_ROWS`; decode: a GQA
-        group's heads at one position, on the atoms' top halves); None keeps it on the SIMT path (other shapes)."""
-        if not target().has("ldmatrix") or isinstance(fragments.attention_operands(root, rows, cols), str):
+        group's heads at one position, on the atoms' top halves); "wgmma" in place of "mma" where the target has it,
+        the block's warps are warpgroups of 16 rows a warp and K and V are tiles descriptors name; None keeps it on
+        the SIMT path (other shapes)."""
+        ops = fragments.attention_operands(root, rows, cols)
+        if not target().has("ldmatrix") or isinstance(ops, str):
             return None
         m, n = (iv.block.parent_op.extents[iv.index] for iv in (rows, cols))
         rows_ok = m % (16 * ATTENTION_MMA_WARPS) == 0 or m in fragments.TOP_ROWS
-        return "mma" if rows_ok and n % 16 == 0 else None
+        if not (rows_ok and n % 16 == 0):
+            return None
+        warps = (kernel.threads // target().warp_size, 1)
+        atom = fragments.wgmma_atom((m, n))
+        if (
+            target().has("wgmma")
+            and atom is not None
+            and n * ops.dtype.bytes in (32, 64, 128)  # V's rows, one swizzle span: an MN-major descriptor's
+            and fragments.why_not_layout((m, n), warps, atom) is None
+            and fragments.why_not_attention_descriptors(ops) is None
+        ):
+            return "wgmma"
+        return "mma"
 
     def warp_grid(self, kernel: T.KernelOp, loop: T.ForOp, atom) -> tuple[int, int] | None:
         """Warps along the rows and the columns of a tensorized loop's tile (their product: the block's threads
