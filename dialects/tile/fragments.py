@@ -380,7 +380,7 @@ def descriptor_factors(loop: ForOp) -> list[Factor]:
         return []
     ops = any_operands(loop, *loop.ivs)
     if isinstance(ops, AttentionOperands):
-        return [] if why_not_attention_descriptors(ops) else [ops.scores[1], *(w for w in ops.weights if w)]
+        return [] if why_not_attention_descriptors(ops) else [ops.scores[1], *(w for w in ops.weights if w is not None)]
     if isinstance(ops, str) or why_not_descriptors(ops):
         return []
     return [f for a, b in ops.products for f in (a, b)]

@@ -1,5 +1,6 @@
-"""lower-to-kernel's rule for attention on mma atoms: a chunk of an `online` carrier whose key is a contraction
-(`fragments.attention_operands`), in a loop `tile-tensorize` laid out on `mma.m16n8k16` with whole rows a warp.
+"""lower-to-kernel's rule for attention on the tensor cores: a chunk of an `online` carrier whose key is a
+contraction (`fragments.attention_operands`), in a loop `tile-tensorize` laid out on `mma.m16n8k16` or a wgmma atom
+with whole rows a warp.
 
 The carrier `(m, l, O)` folds a chunk of keys as `keyed.py` folds any keyed carrier, key first, but the chunk's
 keys and terms come from the tensor cores:
@@ -20,6 +21,13 @@ keys and terms come from the tensor cores:
 
 So `exp(x - k)` enters the second product in the factors' 16-bit type, as in every flash attention; the fold is
 otherwise the keyed carrier's, and causal chunks above the diagonal are skipped as there (`masked.py`).
+
+On a wgmma atom (`tensor_cores.on_wgmma`: K's and V's slabs copied by the tensor memory accelerator in a layout a
+descriptor names) each product is one group of wgmmas of the warpgroup's 64 rows, fenced, committed and waited for:
+S with Q's fragments from registers (each warp's, read as on mma.sync) and K's tile through its descriptor; O with
+the terms' `a` fragments from registers and V's tile [16, head dimension] MN-major. O is then the warpgroup's
+accumulator `[64, head dimension]`, whose lane elements are those of the mma warp tile of the warp's 16 rows, so
+steps 2-4 are the same.
 """
 
 from __future__ import annotations
@@ -174,10 +182,11 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
         p = kb.cast(t, TensorType(w.value.type, lanes), "p")
         if wgmma:
             acc = _weighted_on_wgmma(m, w, p, acc, origin, op.iv, keys)
-        for j in range(0 if wgmma else keys // 16):
-            at = origin | {op.iv: kb.index(16 * j, "key0")}
-            vb = _factor(m, w, "b", (16, tile[1]), at, op.iv, {})
-            acc = kb.mma(_operand_a(kb, p, tile[0], keys, j), vb, acc, "o")
+        else:
+            for j in range(keys // 16):
+                at = origin | {op.iv: kb.index(16 * j, "key0")}
+                vb = _factor(m, w, "b", (16, tile[1]), at, op.iv, {})
+                acc = kb.mma(_operand_a(kb, p, tile[0], keys, j), vb, acc, "o")
         out.append(acc)
     return out
 
