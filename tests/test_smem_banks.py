@@ -164,17 +164,21 @@ def test_slabs_of_a_contraction_on_mma_atoms_are_weighed_as_ldmatrix_reads():
     """A K slab attention reads on mma atoms (rows of 64 bf16, 128 bytes): ldmatrix serves each 8 x 8 matrix in one
     phase, 8 lanes each giving a 16-byte row. Dense, the 8 rows of a matrix start 128 bytes apart, all in the same
     4 banks: 8 wavefronts a phase, 32 an x4 instruction where 4 would do. The copy engine's 128-byte swizzle (XOR of
-    the row's 16-byte unit with its row index mod 8) puts the 8 rows in 8 different units: 4."""
+    the row's 16-byte unit with its row index mod 8) puts the 8 rows in 8 different units: 4. (`atom=mma`: on
+    sm_90a this attention runs on wgmma by default, which reads K through a descriptor in that swizzle.)"""
     import sys
 
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     import loopgen
 
     from irforge.pass_manager import run_pipeline
+    from irforge.registry import registry
     from irforge.types import bf16
 
     m = loopgen.attention_module(batch=1, kv_heads=1, group=1, queries=64, keys=256, e=64, ev=64, dtype=bf16)
-    run_pipeline(m, "tensor-to-loop,loop-to-tile")
+    loop_to_tile = "".join(ln.split("#")[0].strip() for ln in registry().pipelines()["loop-to-tile"].text.splitlines())
+    run_pipeline(m, "tensor-to-loop," + loop_to_tile.replace("tile-tensorize", "tile-tensorize{atom=mma}"))
+    assert any(lp.attributes.get("atom") == "mma.m16n8k16" for lp in m.walk() if isinstance(lp, T.ForOp))
     (k,) = [s for s in m.walk() if isinstance(s, T.StageOp) and s.operands[0].name_hint == "k"]
     assert k.attributes["swizzle"] == (3, 3, 3)
     assert banks.stage_cost(k).per_request == 4.0
