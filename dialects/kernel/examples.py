@@ -818,26 +818,17 @@ func.func @forward(%a: {dtype}[{a_shape[0]},{a_shape[1]}], %b: {dtype}[{b_shape[
     )
 
 
-def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
-    """y = a @ b.T (a [64 * warpgroups, k], b [n, k] as nn.Linear keeps weights, f32 out) on wgmma: thread 0 has
-    the copy engine bring each chunk of `bk` columns of both into shared memory (rows of 2 * bk bytes, swizzled in
-    that span: the layout the descriptors name), every warpgroup fences, issues bk / 16 wgmmas on its 64 rows,
-    commits and waits for them before the next chunk overwrites the buffers."""
-    span = 2 * bk
+def _wgmma_chunks(name: str, params: list[str], smem: str, copies: str, tx: int, step: str, n: int, k: int, bk: int,
+                  dtype: str, warpgroups: int, inputs: str) -> str:  # fmt: skip
+    """A wgmma example's kernel and host function: thread 0 has the copy engine bring each chunk of the K loop into
+    shared memory (`copies`, `tx` bytes, into the buffers `smem` declares), every warpgroup runs `step` (its wgmmas
+    of the chunk on its 64 rows `%row`, a step `%ks` of 16 at a time, into `%ci`), commits and waits for them before
+    the next chunk overwrites the buffers; y [64 * warpgroups, n] in f32."""
     m = 64 * warpgroups
     acc = f'!kernel.frag<"acc", f32, [64, {n}], "wgmma">'
-    sw = f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
-    head = _header(
-        f"k_wgmma_linear_{dtype}",
-        [f"%am: !kernel.tensormap<{dtype}, [{m}, {k}], [{m}, {bk}], {span}>",
-         f"%bm: !kernel.tensormap<{dtype}, [{n}, {k}], [{n}, {bk}], {span}>", "%y: !kernel.ptr<f32>"],
-        "1",
-        f"{128 * warpgroups}",
-    )  # fmt: skip
-    ir = f"""{head} {{
-  %as = kernel.smem {dtype}[{m},{bk}] {sw}
-  %bs = kernel.smem {dtype}[{n},{bk}] {sw}
-  %full = kernel.smem mbarrier[1]
+    head = _header(name, [*params, "%y: !kernel.ptr<f32>"], "1", f"{128 * warpgroups}")
+    return f"""{head} {{
+{smem}  %full = kernel.smem mbarrier[1]
   %t = kernel.thread_id x
   %c0 = kernel.const 0 : index
   %leader = kernel.eq %t, %c0 : bool
@@ -849,29 +840,51 @@ def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: 
   %zero = kernel.const 0.0 : {acc}
   %d = kernel.for %kc in 0 .. {k // bk} carry(%c <- %zero : {acc}) {{
     kernel.if %leader {{
-      kernel.mbarrier_arrive %full[0] expect_tx {(m + n) * span}
-      kernel.tma_load %am[0, %kc * {bk}] -> %as, %full[0]
-      kernel.tma_load %bm[0, %kc * {bk}] -> %bs, %full[0]
-    }}
+      kernel.mbarrier_arrive %full[0] expect_tx {tx}
+{copies}    }}
     kernel.mbarrier_wait %full[0], parity %kc mod 2
-    kernel.wgmma_fence
-    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : {acc}) {{
-      %ci2 = kernel.wgmma %as[%row, %ks * 16], %bs[0, %ks * 16], %ci : {acc}
-      kernel.yield %ci2
-    }}
-    kernel.wgmma_commit
+{step.replace("ACC", acc)}    kernel.wgmma_commit
     kernel.wgmma_wait 0
     kernel.barrier
     kernel.yield %c1
   }}
   kernel.frag_store %d, %y[%row * {n}] stride {n}
 }}
-func.func @forward(%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]) -> f32[{m},{n}] {{
+func.func @forward({inputs}) -> f32[{m},{n}] {{
   %y = kernel.alloc : f32[{m},{n}]
-  kernel.launch @k_wgmma_linear_{dtype}(%a, %b, %y)
+  kernel.launch @{name}({", ".join(i.split(":")[0] for i in inputs.split(", "))}, %y)
   func.return %y
 }}
 """
+
+
+def _swizzle(span: int) -> str:
+    """The `!kernel.smem` swizzle the copy engine writes rows of `span` bytes in."""
+    return f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
+
+
+def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
+    """y = a @ b.T (a [64 * warpgroups, k], b [n, k] as nn.Linear keeps weights, f32 out) on wgmma: each chunk of
+    `bk` columns of both copied into shared memory (rows of 2 * bk bytes, swizzled in that span: the layout the
+    descriptors name), every warpgroup fences and issues bk / 16 wgmmas on its 64 rows, both tiles K-major."""
+    span, m = 2 * bk, 64 * warpgroups
+    ir = _wgmma_chunks(
+        f"k_wgmma_linear_{dtype}",
+        [f"%am: !kernel.tensormap<{dtype}, [{m}, {k}], [{m}, {bk}], {span}>",
+         f"%bm: !kernel.tensormap<{dtype}, [{n}, {k}], [{n}, {bk}], {span}>"],
+        f"  %as = kernel.smem {dtype}[{m},{bk}] {_swizzle(span)}\n"
+        f"  %bs = kernel.smem {dtype}[{n},{bk}] {_swizzle(span)}\n",
+        f"      kernel.tma_load %am[0, %kc * {bk}] -> %as, %full[0]\n"
+        f"      kernel.tma_load %bm[0, %kc * {bk}] -> %bs, %full[0]\n",
+        (m + n) * span,
+        f"""    kernel.wgmma_fence
+    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : ACC) {{
+      %ci2 = kernel.wgmma %as[%row, %ks * 16], %bs[0, %ks * 16], %ci : ACC
+      kernel.yield %ci2
+    }}
+""",
+        n, k, bk, dtype, warpgroups, f"%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]",
+    )  # fmt: skip
     return Example(
         f"wgmma_linear_{dtype}_n{n}_bk{bk}",
         ir,
@@ -885,59 +898,26 @@ func.func @forward(%a: {dtype}[{m},{k}], %b: {dtype}[{n},{k}]) -> f32[{m},{n}] {
 
 def wgmma_registers_a(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
     """y = a @ v (a [64 * warpgroups, k], v [k, n] row-major, f32 out) on wgmma with A from registers and B
-    MN-major, as attention's second product takes exp(x - m) and V: thread 0 has the copy engine bring each chunk of
-    `bk` rows of v into shared memory (rows of 2 * n bytes, swizzled in that span), every warpgroup loads its A
-    fragment of each step of 16 into registers, fences, issues a wgmma reading v's tile transposed, and after the
-    chunk commits and waits for them before the next chunk overwrites the buffer."""
-    span = 2 * n
-    m = 64 * warpgroups
-    acc = f'!kernel.frag<"acc", f32, [64, {n}], "wgmma">'
+    MN-major, as attention's second product takes exp(x - m) and V: each chunk of `bk` rows of v copied into shared
+    memory (rows of 2 * n bytes, swizzled in that span), every warpgroup loads its A fragment of each step of 16
+    into registers, fences, and issues a wgmma reading v's tile transposed."""
+    span, m = 2 * n, 64 * warpgroups
     frag_a = f'!kernel.frag<"a", {dtype}, [64, 16], "wgmma">'
-    sw = f"swizzle({(span // 16).bit_length() - 1}, 3, 3)"
-    head = _header(
+    ir = _wgmma_chunks(
         f"k_wgmma_registers_a_{dtype}",
-        [f"%a: !kernel.ptr<{dtype}>", f"%vm: !kernel.tensormap<{dtype}, [{k}, {n}], [{bk}, {n}], {span}>",
-         "%y: !kernel.ptr<f32>"],
-        "1",
-        f"{128 * warpgroups}",
-    )  # fmt: skip
-    ir = f"""{head} {{
-  %vs = kernel.smem {dtype}[{bk},{n}] {sw}
-  %full = kernel.smem mbarrier[1]
-  %t = kernel.thread_id x
-  %c0 = kernel.const 0 : index
-  %leader = kernel.eq %t, %c0 : bool
-  kernel.if %leader {{
-    kernel.mbarrier_init %full[0], 1
-  }}
-  kernel.barrier
-  %row = kernel.index %t floordiv 128 * 64
-  %zero = kernel.const 0.0 : {acc}
-  %d = kernel.for %kc in 0 .. {k // bk} carry(%c <- %zero : {acc}) {{
-    kernel.if %leader {{
-      kernel.mbarrier_arrive %full[0] expect_tx {bk * span}
-      kernel.tma_load %vm[%kc * {bk}, 0] -> %vs, %full[0]
-    }}
-    kernel.mbarrier_wait %full[0], parity %kc mod 2
-    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : {acc}) {{
+        [f"%a: !kernel.ptr<{dtype}>", f"%vm: !kernel.tensormap<{dtype}, [{k}, {n}], [{bk}, {n}], {span}>"],
+        f"  %vs = kernel.smem {dtype}[{bk},{n}] {_swizzle(span)}\n",
+        f"      kernel.tma_load %vm[%kc * {bk}, 0] -> %vs, %full[0]\n",
+        bk * span,
+        f"""    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : ACC) {{
       %fa = kernel.frag_load %a[%row * {k} + %kc * {bk} + %ks * 16] stride {k} : {frag_a}
       kernel.wgmma_fence
-      %ci2 = kernel.wgmma %fa, %vs[%ks * 16, 0] transpose, %ci : {acc}
+      %ci2 = kernel.wgmma %fa, %vs[%ks * 16, 0] transpose, %ci : ACC
       kernel.yield %ci2
     }}
-    kernel.wgmma_commit
-    kernel.wgmma_wait 0
-    kernel.barrier
-    kernel.yield %c1
-  }}
-  kernel.frag_store %d, %y[%row * {n}] stride {n}
-}}
-func.func @forward(%a: {dtype}[{m},{k}], %v: {dtype}[{k},{n}]) -> f32[{m},{n}] {{
-  %y = kernel.alloc : f32[{m},{n}]
-  kernel.launch @k_wgmma_registers_a_{dtype}(%a, %v, %y)
-  func.return %y
-}}
-"""
+""",
+        n, k, bk, dtype, warpgroups, f"%a: {dtype}[{m},{k}], %v: {dtype}[{k},{n}]",
+    )  # fmt: skip
     return Example(
         f"wgmma_registers_a_{dtype}_n{n}_bk{bk}",
         ir,
