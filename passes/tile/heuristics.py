@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
+from irforge.dialects.kernel.warpgroup import SWIZZLE_MODES
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
@@ -645,7 +646,7 @@ class Heuristic:
         if (
             target().has("wgmma")
             and atom is not None
-            and n * ops.dtype.bytes in (32, 64, 128)  # V's rows, one swizzle span: an MN-major descriptor's
+            and n * ops.dtype.bytes in SWIZZLE_MODES  # V's rows, one swizzle span: an MN-major descriptor's
             and fragments.why_not_layout((m, n), warps, atom) is None
             and fragments.why_not_attention_descriptors(ops) is None
         ):
