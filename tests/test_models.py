@@ -166,7 +166,7 @@ def test_safetensors_round_trip(tmp_path, tiny_model):
 def test_gguf_round_trip(tmp_path, tiny_model):
     """A GGUF file as llama.cpp writes one (its tensor names, rotary rows permuted for Llama, some tensors
     quantized to Q8_0) loads back to the HF weights."""
-    import gguf
+    gguf = pytest.importorskip("gguf")  # the `models` extra's, as transformers is
 
     config, model, params = tiny_model
     weights = {k: v for k, v in params.items() if "rotary" not in k}
