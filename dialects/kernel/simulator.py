@@ -21,6 +21,7 @@ in the order of the host function's results (bf16 values held in float32 arrays,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -219,6 +220,11 @@ class BlockSim:
         ]
 
     # ---- scheduling -----------------------------------------------------------------------------------------
+    @cached_property
+    def fences_see_registers(self) -> bool:
+        """Whether a wgmma of the kernel reads A from registers: only then must a fence remember the values it saw."""
+        return any(isinstance(op, WG.WgmmaOp) and op.registers_a for op in self.kernel.walk())
+
     def run(self) -> None:
         gens = {w.index: self._warp_program(w) for w in self.warps}
         live = list(self.warps)
@@ -1308,7 +1314,8 @@ def _setmaxnreg(sim, op, values, mask, w, env):
 
 def _wgmma_fence(sim, op, values, mask, w, env):
     w.wgmma_fenced = True
-    w.wgmma_fenced_values = {id(v): v for v in values.values()}  # kept alive, so an id names one value
+    if sim.fences_see_registers:
+        w.wgmma_fenced_values = {id(v): v for v in values.values()}  # kept alive, so an id names one value
 
 
 def _wgmma_commit(sim, op, values, mask, w, env):
