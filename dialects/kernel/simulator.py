@@ -219,12 +219,12 @@ class BlockSim:
             for w in range((self.nthreads + WARP - 1) // WARP)
         ]
 
-    # ---- scheduling -----------------------------------------------------------------------------------------
     @cached_property
     def fences_see_registers(self) -> bool:
         """Whether a wgmma of the kernel reads A from registers: only then must a fence remember the values it saw."""
         return any(isinstance(op, WG.WgmmaOp) and op.registers_a for op in self.kernel.walk())
 
+    # ---- scheduling -----------------------------------------------------------------------------------------
     def run(self) -> None:
         gens = {w.index: self._warp_program(w) for w in self.warps}
         live = list(self.warps)
