@@ -1254,19 +1254,20 @@ def _mma(sim, op, values, mask, w, env):
 # ---- warpgroup MMA (dialects/kernel/warpgroup.py) ---------------------------------------------------------------
 def _wgmma_tile(sim, op, which: str, shape, values, mask, w):
     """The tile operand `which` ("a" or "b") of `shape` as stored ([rows, 16] K-major, [16, N] MN-major) as the
-    tensor cores read it: through its descriptor (the layout `WG.descriptor` gives the buffer, starting at the
+    tensor cores read it: through its descriptor (the layout `WgmmaOp.descriptor` gives the operand, starting at the
     tile's first element), not through the buffer's own indexing, so a descriptor that names the layout wrongly
     reads the wrong elements. Returns (tile, addresses)."""
     mem = values[getattr(op, which)]
     t = mem.type
-    d = WG.descriptor(t)
+    d = op.descriptor(which)
     idx = sim._index(op, f"index_{which}", values, mask, w)
     if any((i[mask] != i[mask][0]).any() for i in idx):
         raise sim._error(op, f"the {which.upper()} tile's index differs between the lanes of the warp", w)
     first = [int(i[mask][0]) for i in idx]
     if any(not 0 <= f < n for f, n in zip(first, t.shape)) or first[-2] % 8:
         raise sim._error(op, f"the {which.upper()} tile at {first} does not start a group of 8 rows in {t}", w)
-    if (first[-1] + shape[1]) * t.dtype.bytes > d.span:
+    blocks = which == "b" and op.b_blocks() > 1  # an MN-major B over whole blocks: from the first's start
+    if (first[-1] + shape[1]) * t.dtype.bytes > d.span and not (blocks and first[-1] == 0):
         raise sim._error(op, f"the {which.upper()} tile {list(shape)} at {first} leaves its rows' span in {t}", w)
     start = sum(f * st for f, st in zip(first, t.strides)) * t.dtype.bytes
     r, k = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")

@@ -8,7 +8,8 @@ the layout `nn.Linear` keeps: A's 64 rows and B's N rows (B given as [N, 16], it
 second-to-last dimension, K along the last, rows of 32, 64 or 128 bytes swizzled as the tensor memory accelerator
 writes them in that mode (`tma_swizzle`) — the layouts the descriptor can name. B may also be MN-major
 (`transpose`: stored [16, N], K down the rows, N along rows of exactly the swizzle's span), which the same
-descriptor names with the roles of rows and columns exchanged.
+descriptor names with the roles of rows and columns exchanged; N wider than a span comes in blocks of the buffer's
+third-to-last dimension (a stage stored in `columns`), whose distance apart the descriptor's LBO gives.
 
 The instruction is asynchronous: `kernel.wgmma_fence` orders the accumulator registers' earlier writes before it,
 `kernel.wgmma_commit` closes a group of issued wgmmas, and `kernel.wgmma_wait N` waits until at most N groups are in
@@ -39,7 +40,9 @@ class Descriptor:
 
     span: int  # bytes of a row, the swizzle's span: 32, 64 or 128
     sbo: int  # stride byte offset: bytes between consecutive groups of 8 rows
-    lbo: int = 16  # leading byte offset: unused by K-major swizzled layouts (the field is 1, 16 bytes)
+    # leading byte offset: bytes between blocks of a span of N in an MN-major tile; unused by K-major swizzled
+    # layouts (the field is then 1, 16 bytes)
+    lbo: int = 16
 
     @property
     def mode(self) -> int:
@@ -77,11 +80,13 @@ def hardware_swizzle(addr, span: int):
     return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
 
 
-def operand_address(d: Descriptor, start: int, row, k, dtype_bytes: int):
-    """Byte address (in the buffer) of element (row, k) of the K-major tile whose descriptor has layout `d` and
+def operand_address(d: Descriptor, start: int, row, col, dtype_bytes: int):
+    """Byte address (in the buffer) of element (row, col) of the K-major tile whose descriptor has layout `d` and
     start byte `start`: groups of 8 rows SBO apart, rows `span` bytes apart inside a group, then the swizzle. An
-    MN-major tile (one swizzle span of N) is addressed the same way with (k, n) for (row, k)."""
-    return hardware_swizzle(start + (row // 8) * d.sbo + (row % 8) * d.span + k * dtype_bytes, d.span)
+    MN-major tile is addressed the same way with (k, n) for (row, col), its spans of N LBO apart."""
+    b = col * dtype_bytes
+    offset = (row // 8) * d.sbo + (row % 8) * d.span + (b // d.span) * d.lbo + b % d.span
+    return hardware_swizzle(start + offset, d.span)
 
 
 class WgmmaOp(IndexedOp):
@@ -115,6 +120,18 @@ class WgmmaOp(IndexedOp):
         n = self.c.type.shape[1]
         return (16, n) if "transpose" in self.attributes else (n, 16)
 
+    def b_blocks(self) -> int:
+        """Blocks of the buffer's third-to-last dimension an MN-major B spans (1: N is its rows' length)."""
+        return self.c.type.shape[1] // self.b.type.shape[-1] if "transpose" in self.attributes else 1
+
+    def descriptor(self, which: str) -> Descriptor:
+        """The descriptor layout of operand `which` ("a" or "b"; a verified op's)."""
+        t = getattr(self, which).type
+        d = descriptor(t)
+        if which == "b" and self.b_blocks() > 1:
+            return Descriptor(d.span, d.sbo, t.strides[-3] * t.dtype.bytes)
+        return d
+
     def verify_op(self):
         self.verify_indices()
         a, b, c = self.a.type, self.b.type, self.c.type
@@ -145,10 +162,15 @@ class WgmmaOp(IndexedOp):
                 raise self.error(f"{what}: {d}")
             if len(self.exprs(f"index_{what.lower()}")) != len(t.shape):
                 raise self.error(f"{what} takes {len(t.shape)} indices (the tile's first element) into {t}")
-            if t.shape[-2] < rows or t.shape[-1] < cols:
+            across = what == "B" and "transpose" in self.attributes  # N may run on into the next blocks
+            if t.shape[-2] < rows or (t.shape[-1] < cols and not across):
                 raise self.error(f"{what}'s tile [{rows}, {cols}] does not fit {t}")
-        if "transpose" in self.attributes and b.shape[-1] != n:
-            raise self.error(f"B stored [16, N] (transpose) fills the rows of its buffer: N = {b.shape[-1]}, not {n}")
+        blocks = n // b.shape[-1]
+        if "transpose" in self.attributes and (n % b.shape[-1] or (blocks > 1 and len(b.shape) < 3)):
+            raise self.error(
+                f"B stored [16, N] (transpose) fills the rows of its buffer, or whole blocks of its third-to-last "
+                f"dimension: N = {n} with rows of {b.shape[-1]}"
+            )
         if self.result.type != c:
             raise self.error(f"result must be {c}")
 

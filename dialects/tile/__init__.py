@@ -527,7 +527,15 @@ def _is_function_buffer(v: Value) -> bool:
 
 
 # How a stage is materialized (docs/dialects/tile.md, "Stages"): none of these changes what the loads of the copy see.
-STAGE_ATTRIBUTES = {"ring": int, "copy": str, "producer": type(UNIT), "prefetch": int, "pad": int, "swizzle": tuple}
+STAGE_ATTRIBUTES = {
+    "ring": int,
+    "copy": str,
+    "producer": type(UNIT),
+    "prefetch": int,
+    "pad": int,
+    "swizzle": tuple,
+    "columns": int,
+}
 STAGE_COPIES = ("async", "tma")
 
 
@@ -540,7 +548,9 @@ class StageOp(indexing.SubscriptOp):
     `tma`: cp.async or the bulk tensor copy engine instead of loads and stores through registers; `producer`: the
     copies are issued by a producer warp that runs ahead of the block's threads as far as the ring allows;
     `prefetch P`: the copy for trip k + P is issued during trip k; `pad E`: rows padded by E elements;
-    `swizzle(B, M, S)`: element offsets permuted, as `!kernel.smem` swizzles)."""
+    `swizzle(B, M, S)`: element offsets permuted, as `!kernel.smem` swizzles; `columns C`: the box's rows cut in
+    blocks of C columns stored one block after another, `[box[-1] / C, ..., C]`, each block swizzled alone: how
+    the copy engine and wgmma's descriptors hold rows wider than one swizzle span)."""
 
     name = "tile.stage"
     operand_names = ("source", "*indices")
@@ -565,6 +575,11 @@ class StageOp(indexing.SubscriptOp):
     @property
     def producer(self) -> bool:
         return "producer" in self.attributes
+
+    @property
+    def columns(self) -> int:
+        """Columns of a block of the shared copy (the whole row where it is not cut in blocks)."""
+        return self.attributes.get("columns", self.box[-1])
 
     def copy_width(self) -> int:
         """Elements per piece of the copy: 16 bytes where the rows of the box, of the buffer and of the shared
@@ -630,9 +645,12 @@ class StageOp(indexing.SubscriptOp):
             raise self.error("stages a buffer of the function (an input, param or tile.buffer)")
         self.verify_subscript(t.shape, "box dimension")
         a = self.attributes
-        for key in ("ring", "prefetch", "pad"):
-            if key in a and (not _is_int(a[key]) or a[key] < (2 if key == "ring" else 0)):
-                raise self.error(f"{key} must be an integer {'of at least 2' if key == 'ring' else '>= 0'}")
+        for key in ("ring", "prefetch", "pad", "columns"):
+            least = {"ring": 2, "columns": 1}.get(key, 0)
+            if key in a and (not _is_int(a[key]) or a[key] < least):
+                raise self.error(f"{key} must be an integer of at least {least}")
+        if "columns" in a and (t.shape[-1] % a["columns"] or a.get("pad")):
+            raise self.error(f"columns {a['columns']} must divide the box's rows ({t.shape[-1]}), which have no pad")
         if self.copy not in ("sync", *STAGE_COPIES):
             raise self.error(f"copy must be one of {', '.join(STAGE_COPIES)}, got {self.copy!r}")
         if self.prefetch and self.ring <= self.prefetch:
@@ -658,6 +676,8 @@ class StageOp(indexing.SubscriptOp):
             p.write(f" pad {a['pad']}")
         if "swizzle" in a:
             p.write(f" swizzle({', '.join(map(str, a['swizzle']))})")
+        if "columns" in a:
+            p.write(f" columns {a['columns']}")
         p.attr_dict(a, elide=("index", *STAGE_ATTRIBUTES))
         p.write(" : ", p.type(self.result.type))
 
@@ -877,6 +897,9 @@ class TileSyntax:
 
     def tile_stage_swizzle(self, c):
         return ("swizzle", tuple(int(t) for t in c))
+
+    def tile_stage_columns(self, c):
+        return ("columns", int(c[0]))
 
     def tile_load(self, c):
         buf, (m, refs) = c

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 
 from irforge.dialects.kernel import fragments
-from irforge.dialects.kernel import warpgroup as WG
 
 
 class WarpgroupStatements:
@@ -20,7 +19,7 @@ class WarpgroupStatements:
         t = mem.type
         plain = dataclasses.replace(t, swizzle=())
         offset = self.smem_offset(op.exprs(f"index_{which}"), op.index_operands, plain)
-        layout = WG.descriptor(t).bits(0)
+        layout = op.descriptor(which).bits(0)
         return f"irf_wgmma_desc(&{self.name(mem)}[{offset}], {layout:#x}ull)"
 
     def op_wgmma(self, op):

@@ -120,13 +120,6 @@ class Cost:
         )
 
 
-def smem_type(stage: T.StageOp) -> SmemType:
-    """The stage's shared copy in its layout: one slot (the ring's slots follow each other)."""
-    box = stage.box
-    pad = stage.attributes.get("pad", 0)
-    return SmemType(stage.result.type.dtype, (*box[:-1], box[-1] + pad), tuple(stage.attributes.get("swizzle", ())))
-
-
 def stage_cost(stage: T.StageOp) -> Cost:
     """The wavefronts of `stage`'s reads and writes per fill in its layout (`trying` sets another for a while)."""
     return Weigher(stage).cost()
@@ -146,7 +139,7 @@ class Weigher:
 
     def cost(self) -> Cost:
         """The stage's cost in the layout it has now."""
-        stage, t = self.stage, smem_type(self.stage)
+        stage, t = self.stage, memory.slot_type(self.stage)
         parts = [self._reads(ld, t) for ld in self._loads]
         if stage.copy != "tma":
             parts.append(_writes(self.kernel, stage, t, stage.copy_width()))
@@ -439,9 +432,22 @@ def tma_layout(stage: T.StageOp) -> tuple | None:
     return tma_swizzle(row, stage.result.type.dtype) if row in TMA_SWIZZLE_SPANS else None
 
 
+def descriptor_layout(stage: T.StageOp) -> dict | None:
+    """The layout wgmma's descriptors read a stage in, as the copy engine writes it: rows of 32, 64 or 128 bytes
+    swizzled over their span (`tma_layout`), or longer rows of whole 128-byte spans cut into blocks of one span
+    (`columns`), each swizzled over it; None for other rows."""
+    dtype = stage.result.type.dtype
+    if tma_layout(stage) is not None:
+        return {"swizzle": tma_layout(stage)}
+    span = max(TMA_SWIZZLE_SPANS)
+    if (stage.box[-1] * dtype.bytes) % span or stage.attributes.get("pad"):
+        return None
+    return {"swizzle": tma_swizzle(span, dtype), "columns": span // dtype.bytes}
+
+
 def smem_bytes(kernel: T.KernelOp) -> int:
     """Shared memory the kernel's stages take (every slot of their rings, rows padded)."""
-    return sum(smem_type(st).nbytes * st.ring for st in kernel.walk() if isinstance(st, T.StageOp))
+    return sum(memory.slot_type(st).nbytes * st.ring for st in kernel.walk() if isinstance(st, T.StageOp))
 
 
 def why_not_layout(stage: T.StageOp) -> str | None:
@@ -451,7 +457,7 @@ def why_not_layout(stage: T.StageOp) -> str | None:
     sw = stage.attributes.get("swizzle")
     if sw:
         b, m, _ = sw
-        numel = smem_type(stage).numel
+        numel = memory.slot_type(stage).numel
         if numel % (1 << (b + m)):
             return f"has {numel} elements, which blocks of {1 << (b + m)} (what the swizzle permutes) do not tile"
     if stage.copy == "tma":

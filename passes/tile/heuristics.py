@@ -18,6 +18,7 @@ from irforge.dialects.kernel.warpgroup import SWIZZLE_MODES
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
+from irforge.passes.tile_to_kernel import memory
 from irforge.passes.tile_to_kernel.memory import producer_stages
 
 from irforge.target import target
@@ -285,7 +286,9 @@ class Heuristic:
             if m in fragments.TOP_ROWS:
                 return m, n, target().warp_size
             warps = ATTENTION_MMA_WARPS
+            ops = fragments.attention_operands(band, band.ivs[m_dim], band.ivs[n_dim])
             wide = n > ATTENTION_MMA_NARROW_HEAD and m % (warps * ATTENTION_MMA_WARP_ROWS) == 0
+            wide = wide and not _attention_on_wgmma(ops, n)  # a warpgroup's warps take 16 rows each
             rows = warps * (ATTENTION_MMA_WARP_ROWS if wide else 16)
             return rows, n, warps * target().warp_size
         if _recomputes_a(band):  # a thread's tile spans N, so each A element (a score) is computed once
@@ -631,9 +634,9 @@ class Heuristic:
         the target has mma.sync, `fragments.attention_operands` takes the products (16-bit factors, keys in steps
         of 16, the key computed from the scores and indices), the head dimension is a multiple of 16 and the
         queries come in blocks of 16 rows a warp (prefill) or are a few (`fragments.TOP_ROWS`; decode: a GQA
-        group's heads at one position, on the atoms' top halves); "wgmma" in place of "mma" where the target has it,
-        the block's warps are warpgroups of 16 rows a warp and K and V are tiles descriptors name; None keeps it on
-        the SIMT path (other shapes)."""
+        group's heads at one position, on the atoms' top halves); "wgmma" in place of "mma" where
+        `_attention_on_wgmma` holds and the block's warps are warpgroups of 16 rows a warp; None keeps it on the
+        SIMT path (other shapes)."""
         ops = fragments.attention_operands(root, rows, cols)
         if not target().has("ldmatrix") or isinstance(ops, str):
             return None
@@ -643,13 +646,7 @@ class Heuristic:
             return None
         warps = (kernel.threads // target().warp_size, 1)
         atom = fragments.wgmma_atom((m, n))
-        if (
-            target().has("wgmma")
-            and atom is not None
-            and n * ops.dtype.bytes in SWIZZLE_MODES  # V's rows, one swizzle span: an MN-major descriptor's
-            and fragments.why_not_layout((m, n), warps, atom) is None
-            and fragments.why_not_attention_descriptors(ops) is None
-        ):
+        if _attention_on_wgmma(ops, n) and atom is not None and fragments.why_not_layout((m, n), warps, atom) is None:
             return "wgmma"
         return "mma"
 
@@ -745,7 +742,7 @@ class Heuristic:
         every S that keeps those bits inside one copy of the box."""
         widest = max((w for _, w in banks.stage_cost(stage).widths), default=stage.result.type.dtype.bytes)
         m = (widest // stage.result.type.dtype.bytes).bit_length() - 1
-        top = banks.smem_type(stage).numel.bit_length() - 1
+        top = memory.slot_type(stage).numel.bit_length() - 1
         return tuple((b, m, sh) for b in (1, 2, 3) for sh in range(1, 8) if m + sh + b <= top)
 
     def copy_engine(self, kernel: T.KernelOp, stage: T.StageOp) -> bool:
@@ -759,7 +756,7 @@ class Heuristic:
         if stage.ring < 2:
             return False
         if stage in fragments.descriptor_stages(kernel):
-            return banks.tma_layout(stage) is not None  # wgmma reads it in the layout the engine writes
+            return banks.descriptor_layout(stage) is not None  # wgmma reads it in the layout the engine writes
         engine = [{"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks.tma_layout(stage)) if sw is not None]
         copy = "async" if target().has("cp.async") else "sync"
         threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
@@ -865,6 +862,19 @@ def _recomputes_a_in(reduce: T.ReduceOp) -> bool:
         if isinstance(r, T.ReduceOp)
         for c in [contraction_of(r)]
         if c is not None
+    )
+
+
+def _attention_on_wgmma(ops: fragments.AttentionOperands, head: int) -> bool:
+    """Whether attention's products can run on wgmma, warps of 16 rows aside: the target has it, the head dimension
+    is a wgmma's N (8 to 256) and V's rows are one swizzle span or whole 128-byte spans in blocks (an MN-major
+    descriptor's), K and V tiles that descriptors name."""
+    row = head * ops.dtype.bytes
+    return (
+        target().has("wgmma")
+        and fragments.wgmma_atom((64, head)) is not None
+        and (row in SWIZZLE_MODES or row % max(SWIZZLE_MODES) == 0)
+        and fragments.why_not_attention_descriptors(ops) is None
     )
 
 

@@ -67,10 +67,12 @@ class TileSwizzleSmem(Pass):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle
                 continue
-            if st in read_by_wgmma and st.copy == "tma" and banks.tma_layout(st):
-                st.attributes["swizzle"] = banks.tma_layout(st)
+            layout = banks.descriptor_layout(st) if st in read_by_wgmma and st.copy == "tma" else None
+            if layout is not None:
+                st.attributes.update(layout)
+                blocks = f" in blocks of {layout['columns']} columns" if "columns" in layout else ""
                 self.remark(
-                    st, f"%{st.result.name_hint}: swizzle{banks.tma_layout(st)}, read by wgmma through descriptors"
+                    st, f"%{st.result.name_hint}: swizzle{layout['swizzle']}{blocks}, read by wgmma through descriptors"
                 )
                 continue
             if st.copy == "tma":

@@ -11,11 +11,13 @@ then a barrier. Its attributes say how: `ring N` keeps N copies used in turn alo
 uses copy k mod N: no barrier is needed before overwriting one); `async` copies with cp.async; `prefetch P`
 issues the copy for trip k + P at the start of trip k (after waiting for trip k's own copy and a barrier), the
 first P before the loop: the copies of later trips are in flight while this one computes; `pad` and `swizzle`
-are the shared buffer's row padding and swizzle.
+are the shared buffer's row padding and swizzle; `columns C` stores the box's rows in blocks of C columns, the
+buffer `[box[-1] / C, *box[:-1], C]` (a load's subscript `[..., i, j]` reads `[j div C, ..., i, j mod C]`).
 
 `tma`: the tensor memory accelerator copies the box. The kernel takes a `!kernel.tensormap` of the source (built
 on the host, passed by value) and the stage an mbarrier per slot of its ring. One thread (the block's first)
-announces the box's bytes on the slot's mbarrier (`arrive expect_tx`) and asks for the box; every thread waits
+announces the box's bytes on the slot's mbarrier (`arrive expect_tx`) and asks for the box (a box a block of
+columns wide per block, where the stage has `columns`); every thread waits
 for the slot's phase by its parity (the stage's trip k completes phase k div N of mbarrier k mod N); the
 mbarriers are set up by that thread before the stage's loop (then a barrier). Prefetched, trip k waits for its
 own box, passes a barrier (every thread is done with trip k - 1, whose slot trip k + P - N <= k - 1 reused) and
@@ -86,6 +88,14 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         why = why_not_tma(op)
         if why:
             return why
+    if "columns" in op.attributes:
+        from .tensor_cores import read_through_descriptors
+
+        if op.copy != "tma" or not read_through_descriptors(kernel, op):
+            return (
+                f"is stored in blocks of {op.columns} columns, which only the tensor memory accelerator writes and "
+                "only wgmma's descriptors read (every load of it a factor of a wgmma)"
+            )
     if op.ring > 1 or op.prefetch:
         why = op.why_not_ring()
         if why:
@@ -98,10 +108,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
 
 
 def tensormap_type(op: T.StageOp) -> TensorMapType:
-    """The tensor map a `tma` stage copies its box with (raises ValueError where the copy engine cannot)."""
+    """The tensor map a `tma` stage copies its box with, a block of its columns at a time (raises ValueError
+    where the copy engine cannot)."""
     dtype = op.result.type.dtype
-    span = op.box[-1] * dtype.bytes if op.attributes.get("swizzle") else 0
-    return TensorMapType(dtype, op.source.type.shape, op.box, span)
+    box = (*op.box[:-1], op.columns)
+    span = op.columns * dtype.bytes if op.attributes.get("swizzle") else 0
+    return TensorMapType(dtype, op.source.type.shape, box, span)
 
 
 def why_not_tma(op: T.StageOp) -> str | None:
@@ -124,7 +136,7 @@ def why_not_tma(op: T.StageOp) -> str | None:
         return (
             f"is swizzled otherwise than the tensor memory accelerator writes {tm.swizzle}-byte rows (swizzle({want}))"
         )
-    slot = SmemType(tm.dtype, op.box, sw)
+    slot = slot_type(op)
     if op.ring > 1 and slot.nbytes % slot.align:
         return f"has {slot.nbytes}-byte slots; the tensor memory accelerator needs each at a multiple of {slot.align}"
     kernel = T.kernel_of(op)
@@ -418,12 +430,24 @@ def single_writer(m, op: Operation, skip: str | None = None) -> tuple[Value | No
 
 
 # ---- stages --------------------------------------------------------------------------------------------------------
-def _smem_type(op: T.StageOp) -> SmemType:
-    box = op.box
-    shape = (*box[:-1], box[-1] + op.attributes.get("pad", 0))
-    if op.ring > 1:
-        shape = (op.ring, *shape)
+def slot_type(op: T.StageOp) -> SmemType:
+    """One slot of the stage's shared memory: the box, rows padded, or in blocks of `columns`."""
+    box, c = op.box, op.columns
+    shape = (*box[:-1], box[-1] + op.attributes.get("pad", 0)) if c == box[-1] else (box[-1] // c, *box[:-1], c)
     return SmemType(op.result.type.dtype, shape, op.attributes.get("swizzle", ()))
+
+
+def block_index(op: T.StageOp, index: list) -> list:
+    """The shared buffer's subscript (past the ring's slot) of the element a load of the stage reads at `index`."""
+    c = op.columns
+    if c == op.box[-1]:
+        return index
+    return [index[-1] // c, *index[:-1], index[-1] % c]
+
+
+def _smem_type(op: T.StageOp) -> SmemType:
+    t = slot_type(op)
+    return SmemType(t.dtype, (op.ring, *t.shape), t.swizzle) if op.ring > 1 else t
 
 
 def _buffer(m, op: T.StageOp) -> Value:
@@ -775,11 +799,15 @@ def _request(m, op: T.StageOp, slot: Value | None, at: dict | None = None, leade
     m.env.update(saved)
     i = Val(slot) if slot is not None else 0
     tm = tensormap_type(op)
+    blocks = op.box[-1] // op.columns
     with ExitStack() as guard:
         if leader:
             guard.enter_context(guard.enter_context(kb.if_(_leader(m))).then())
-        kb.mbarrier_arrive(bars, i, expect_tx=tm.box_bytes)
-        kb.tma_load(m.tmap[(op.source, tm)], coords, smem, [i] if slot is not None else [], bars, i)
+        kb.mbarrier_arrive(bars, i, expect_tx=tm.box_bytes * blocks)
+        for b in range(blocks):
+            at = [*coords[:-1], coords[-1] + b * op.columns] if b else coords
+            dst = ([i] if slot is not None else []) + ([b] if blocks > 1 else [])
+            kb.tma_load(m.tmap[(op.source, tm)], at, smem, dst, bars, i)
 
 
 def _wait(m, op: T.StageOp) -> None:

@@ -36,6 +36,7 @@ from irforge.target import target
 from irforge.types import TensorType
 
 from .emit import FULL_UNROLL
+from .memory import block_index, slot_type
 
 
 def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
@@ -90,7 +91,7 @@ def atom_loop(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
     return (loop, inner) if loop is not None and loop.is_ancestor_of(r) else None
 
 
-def on_wgmma(loop: T.ForOp, inner: T.ReduceOp) -> bool:
+def on_wgmma(loop: T.ForOp, inner: T.ReduceOp | None) -> bool:
     """Whether the tensorized `loop` computes its contraction `inner` (or attention's two) with wgmma: laid out on a
     wgmma atom, on a target that has it, the factors it reads through descriptors (`fragments.descriptor_factors`)
     plain loads of stages the tensor memory accelerator copies in the layout a descriptor names."""
@@ -105,8 +106,16 @@ def _descriptor_slab(load: T.LoadOp) -> bool:
     st = load.operands[0].owner
     if not isinstance(st, T.StageOp) or st.copy != "tma" or st.attributes.get("pad", 0):
         return False
-    t = SmemType(st.result.type.dtype, st.box, tuple(st.attributes.get("swizzle", ())))
-    return not isinstance(warpgroup.descriptor(t), str)
+    return not isinstance(warpgroup.descriptor(slot_type(st)), str)
+
+
+def read_through_descriptors(kernel: T.KernelOp, stage: T.StageOp) -> bool:
+    """Whether every load of `stage` is of a factor a wgmma reads through a descriptor (`on_wgmma`)."""
+    loads = set()
+    for loop in (lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes):
+        if on_wgmma(loop, None):
+            loads |= {ld for f in fragments.descriptor_factors(loop) for ld in f.loads}
+    return all(user in loads for user in stage.result.users)
 
 
 def accumulator(m, r: T.ReduceOp) -> FragType | None:
@@ -222,7 +231,8 @@ def _slab_tile(m, op: T.LoadOp, at: dict) -> tuple[Value, list]:
     """(shared buffer, index of the tile's first element) of a staged load where the tile's indices and the
     reduction's are `at`."""
     st = m.staged[op.operands[0]]
-    return st.smem, ([Val(st.slot)] if st.ring > 1 else []) + _at(m, op, at)
+    index = block_index(op.operands[0].owner, _at(m, op, at))
+    return st.smem, ([Val(st.slot)] if st.ring > 1 else []) + index
 
 
 def _factor(m, f: fragments.Factor, role: str, shape, at: dict, k: Value, frags: dict, rows: int = 0) -> Value:
