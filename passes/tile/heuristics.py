@@ -108,7 +108,7 @@ ATTENTION_WARPS_PER_SM = 16
 ATTENTION_DECODE_BLOCKS_PER_SM = 16
 DECODE_MIN_SHARE_KEYS = 8
 # Attention of 16-bit factors at prefill runs both products on wgmma where a warpgroup's 64 rows take the block's
-# warps 16 rows each and V's rows are one swizzle span (head dimension 64 at most in 16 bits), else on mma.sync
+# warps 16 rows each and V's rows are one swizzle span or whole 128-byte spans (`_attention_on_wgmma`), else on mma.sync
 # atoms (`attention_atom`). On an H100 (bench/results/attention_wgmma-h100-2026-11-28): F2 87.5 -> 66.3 us (0.70x
 # -> 0.91x of SDPA), F1 15.5 -> 13.8 (0.85x -> 0.95x). On mma.sync: blocks of
 # ATTENTION_MMA_WARPS warps, each whole query rows (a row's scores, max and exp(x - m) stay in its lanes): 16, or
@@ -120,6 +120,12 @@ DECODE_MIN_SHARE_KEYS = 8
 # exceed ATTENTION_MMA_REGISTERS: at head dimension 64, 128 keys a chunk over 64 halve the chunks' fixed cost (the
 # waits, barriers and row max/sum shuffles), F2 97.6 -> 90.5 us, F1 18.0 -> 17.6 (167 registers, no spill); at
 # 128, 32-row warps keep 32 (bench/results/attention_keys-h100-2026-11-27).
+# On wgmma, chunks are halved while Q and rings of 2 of the K and V chunks would leave a multiprocessor fewer than
+# ATTENTION_WGMMA_BLOCKS_PER_SM blocks: F3 (head dimension 128, K and V stored in blocks of 64 columns) 134.8 us in
+# chunks of 128 keys (144 KB a block, one a multiprocessor), 112.0 in chunks of 64 (80 KB, two), 111.4 in 128-row
+# blocks of two warpgroups sharing chunks of 128; on mma.sync (32 rows a warp) 175.9
+# (bench/results/attention_wgmma128-h100-2026-11-28). F1 and F2 (64) keep chunks of 128 (72 KB).
+ATTENTION_WGMMA_BLOCKS_PER_SM = 2
 ATTENTION_MMA_WARPS = 4
 ATTENTION_MMA_WARP_ROWS = 32
 ATTENTION_MMA_NARROW_HEAD = 64
@@ -517,6 +523,12 @@ class Heuristic:
                 chunk //= 2
             if rows in fragments.TOP_ROWS:  # decode: slabs small enough for many blocks a multiprocessor
                 chunk = max(16, min(chunk, DECODE_MMA_SLAB_BYTES // (cols * size)))
+            if fragments.Atom.parse(loop.attributes["atom"]).family == "wgmma":
+                e = c.a_reduction.extents[0]  # K's head dimension (V's is `cols`)
+                q = loop.extents[0] * e * size
+                share = target().smem_per_sm // ATTENTION_WGMMA_BLOCKS_PER_SM
+                while chunk > 16 and q + 2 * chunk * (e + cols) * size > share:  # Q, rings of 2 of K and V
+                    chunk //= 2
             while k % chunk:
                 chunk //= 2
             return chunk  # one chunk of all the keys too: the fold's unit (`fragments.folds_chunks`)
