@@ -95,16 +95,17 @@ def test_attention_on_mma_atoms_matches_the_loop_interpreter(dtype, kv_heads, gr
     dtype=st.sampled_from([bf16, f16]),
     group=st.sampled_from([1, 2]),
     chunks=st.integers(2, 3),
-    e=st.sampled_from([16, 32, 64]),
-    ev=st.sampled_from([16, 32, 64]),
+    e=st.sampled_from([16, 32, 64, 128]),
+    ev=st.sampled_from([16, 32, 64, 128]),
     mask=st.sampled_from(["none", "causal"]),
 )
 @example(dtype=bf16, group=2, chunks=2, e=64, ev=64, mask="causal")
+@example(dtype=bf16, group=1, chunks=2, e=128, ev=128, mask="none")
 def test_attention_on_wgmma_matches_the_loop_interpreter(dtype, group, chunks, e, ev, mask):
-    """On sm_90a the default schedule runs both products on wgmma where V's rows are one swizzle span (a head
-    dimension of 64 at most) and the keys come in chunks (the slabs then ring, copied by the tensor memory
-    accelerator): Q and exp(x - m) from registers, K and V (MN-major) through descriptors, no mma.sync left; the
-    kernel simulator agrees with the loop interpreter."""
+    """On sm_90a the default schedule runs both products on wgmma where V's rows are one swizzle span or whole
+    128-byte spans (a head dimension of 128 in 16 bits: K and V stored in blocks of 64 columns) and the keys come in
+    chunks (the slabs then ring, copied by the tensor memory accelerator): Q and exp(x - m) from registers, K and V
+    (MN-major) through descriptors, no mma.sync left; the kernel simulator agrees with the loop interpreter."""
     keys = 128 * chunks
     m = loopgen.attention_module(
         batch=1, kv_heads=1, group=group, queries=keys if mask == "causal" else 64, keys=keys, e=e, ev=ev, mask=mask,
@@ -166,8 +167,9 @@ def test_a_row_max_that_leaps_in_a_later_chunk_rescales_the_carrier(slope):
 
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
-    """The llm suite's prefill shapes (F1: head dimension 64, F3: 128) at a shorter length: one kernel on mma
-    atoms, 16 query rows a warp (32 for the wider head), no register spills for sm_90a."""
+    """The llm suite's prefill shapes (F1: head dimension 64, F3: 128) at a shorter length: one kernel on wgmma
+    atoms, a warpgroup of 16 query rows a warp, K and V of the wider head stored in blocks of 64 columns, no
+    register spills for sm_90a."""
     from irforge.dialects.cuda import ops as C
 
     from irforge.runtime.nvrtc import resource_usage
@@ -177,8 +179,10 @@ def test_prefill_attention_on_atoms_compiles_without_spills(head_dim):
         scale=head_dim**-0.5,
     )  # fmt: skip
     run_pipeline(m, "tensor-to-loop,loop-to-tile")
-    (loop,) = _on_atoms(m)
-    assert loop.attributes["warps"] == (4, 1) and loop.extents == (128 if head_dim > 64 else 64, head_dim)
+    (loop,) = _on_atoms(m, "wgmma")
+    assert loop.attributes["warps"] == (4, 1) and loop.extents == (64, head_dim)
+    blocked = {st.attributes.get("columns") for st in m.walk() if isinstance(st, T.StageOp) and st.copy == "tma"}
+    assert blocked == ({64} if head_dim > 64 else {None})
     run_pipeline(m, "tile-to-kernel,kernel-to-cuda")
     (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
     usage = resource_usage(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")

@@ -433,12 +433,36 @@ def test_wgmma_takes_a_from_registers_and_b_mn_major():
         parse_module(narrow)
 
 
+def test_wgmma_b_mn_major_across_blocks():
+    """B stored MN-major in blocks of 64 columns ([2, 16, 64]: V at head dimension 128, a box of the copy engine a
+    block) is read across both blocks, its descriptor's LBO the distance between them (2048 bytes); with the LBO
+    of a single span (16 bytes, unused there) the columns past 64 read other elements and the product differs;
+    starting past the first column, or with N not whole blocks, is refused."""
+    from irforge.dialects.kernel import warpgroup as WG
+
+    ex = examples.wgmma_registers_a(128, 32, bk=16)
+    (y,), (ref,) = _wgmma_run(ex.ir, ex)
+    assert rel_err(y, ref) < 1e-5
+    (op,) = [o for o in parse_module(ex.ir).walk() if isinstance(o, WG.WgmmaOp)]
+    assert op.b_blocks() == 2 and op.descriptor("b") == WG.Descriptor(128, 1024, 2048)
+    single = WG.WgmmaOp.descriptor
+    try:
+        WG.WgmmaOp.descriptor = lambda self, which: WG.descriptor(getattr(self, which).type)
+        (wrong,), _ = _wgmma_run(ex.ir, ex)
+    finally:
+        WG.WgmmaOp.descriptor = single
+    assert rel_err(wrong, ref) > 0.1
+    _wgmma_fails(ex.ir.replace("%vs[0, %ks * 16, 0]", "%vs[0, %ks * 16, 8]"), ex, "leaves its rows' span")
+    with pytest.raises(IRForgeError, match=r"or whole blocks of its third-to-last dimension: N = 96"):
+        parse_module(ex.ir.replace('[64, 128], "wgmma">', '[64, 96], "wgmma">'))
+
+
 def test_wgmma_descriptor_bits():
     """PTX's matrix-descriptor format, by hand: a 128-byte-swizzled K-major bf16 tile at shared address 0x400 has
     start 0x400 >> 4 = 0x40 (bits 0-13), LBO 1 (16 bytes, bits 16-29), SBO 1024 >> 4 = 64 (bits 32-45) and mode 1
     (bits 62-63); rows of 64 bytes: SBO 512 >> 4 = 32, mode 2; rows of 32 bytes: SBO 16, mode 3."""
     from irforge.dialects.kernel.types import SmemType
-    from irforge.dialects.kernel.warpgroup import descriptor
+    from irforge.dialects.kernel.warpgroup import Descriptor, descriptor
 
     from irforge.types import bf16
 
@@ -446,3 +470,16 @@ def test_wgmma_descriptor_bits():
     assert descriptor(SmemType(bf16, (3, 64, 32), (2, 3, 3))).bits(0) == 1 << 16 | 32 << 32 | 2 << 62
     assert descriptor(SmemType(bf16, (64, 16), (1, 3, 3))).bits(0) == 1 << 16 | 16 << 32 | 3 << 62
     assert "rows of 64 bytes need" in descriptor(SmemType(bf16, (64, 32)))
+    # MN-major across blocks: LBO 2048 >> 4 = 128 at bits 16-29
+    assert Descriptor(128, 1024, 2048).bits(0) == 128 << 16 | 64 << 32 | 1 << 62
+
+
+def test_wgmma_operand_address_across_blocks():
+    """Element (k, n) of an MN-major tile of 128-byte rows whose blocks of 64 columns are 4096 bytes apart, by hand:
+    (0, 64) is the second block's first byte, 4096 (its row 0 unswizzled); (1, 65) is that block's row 1 (+128),
+    byte 2, whose 16-byte chunk 0 the swizzle XORs with row 1: chunk 1, so 4096 + 128 + 16 + 2 = 4242; (9, 1) is in
+    the second group of 8 rows (+ SBO 1024), row 1 of it: 1024 + 128 + 16 + 2 = 1170."""
+    from irforge.dialects.kernel.warpgroup import Descriptor, operand_address
+
+    d = Descriptor(128, 1024, 4096)
+    assert [operand_address(d, 0, k, n, 2) for k, n in ((0, 64), (1, 65), (9, 1))] == [4096, 4242, 1170]

@@ -899,20 +899,28 @@ def wgmma_linear(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: 
 def wgmma_registers_a(n: int, k: int, bk: int = 64, dtype: str = "bf16", warpgroups: int = 1) -> Example:
     """y = a @ v (a [64 * warpgroups, k], v [k, n] row-major, f32 out) on wgmma with A from registers and B
     MN-major, as attention's second product takes exp(x - m) and V: each chunk of `bk` rows of v copied into shared
-    memory (rows of 2 * n bytes, swizzled in that span), every warpgroup loads its A fragment of each step of 16
-    into registers, fences, and issues a wgmma reading v's tile transposed."""
-    span, m = 2 * n, 64 * warpgroups
+    memory (rows of 2 * n bytes, swizzled in that span; rows over 128 bytes in blocks of 64 columns, a box each,
+    the descriptor's LBO the distance between blocks), every warpgroup loads its A fragment of each step of 16 into
+    registers, fences, and issues a wgmma reading v's tile transposed."""
+    m, blocks = 64 * warpgroups, max(1, 2 * n // 128)
+    cols = n // blocks
+    span = 2 * cols
     frag_a = f'!kernel.frag<"a", {dtype}, [64, 16], "wgmma">'
+    shape, at = (f"{blocks},{bk},{cols}", "0, ") if blocks > 1 else (f"{bk},{cols}", "")
+    copies = "".join(
+        f"      kernel.tma_load %vm[%kc * {bk}, {b * cols}] -> %vs{f'[{b}]' if blocks > 1 else ''}, %full[0]\n"
+        for b in range(blocks)
+    )
     ir = _wgmma_chunks(
         f"k_wgmma_registers_a_{dtype}",
-        [f"%a: !kernel.ptr<{dtype}>", f"%vm: !kernel.tensormap<{dtype}, [{k}, {n}], [{bk}, {n}], {span}>"],
-        f"  %vs = kernel.smem {dtype}[{bk},{n}] {_swizzle(span)}\n",
-        f"      kernel.tma_load %vm[%kc * {bk}, 0] -> %vs, %full[0]\n",
-        bk * span,
+        [f"%a: !kernel.ptr<{dtype}>", f"%vm: !kernel.tensormap<{dtype}, [{k}, {n}], [{bk}, {cols}], {span}>"],
+        f"  %vs = kernel.smem {dtype}[{shape}] {_swizzle(span)}\n",
+        copies,
+        bk * 2 * n,
         f"""    %c1 = kernel.for %ks in 0 .. {bk // 16} carry(%ci <- %c : ACC) {{
       %fa = kernel.frag_load %a[%row * {k} + %kc * {bk} + %ks * 16] stride {k} : {frag_a}
       kernel.wgmma_fence
-      %ci2 = kernel.wgmma %fa, %vs[%ks * 16, 0] transpose, %ci : ACC
+      %ci2 = kernel.wgmma %fa, %vs[{at}%ks * 16, 0] transpose, %ci : ACC
       kernel.yield %ci2
     }}
 """,
@@ -957,6 +965,7 @@ def tiny_examples() -> list[Example]:
         wgmma_registers_a(64, 128, bk=64),
         wgmma_registers_a(32, 32, bk=16, dtype="f16", warpgroups=2),
         wgmma_registers_a(16, 64, bk=32),
+        wgmma_registers_a(128, 32, bk=16),
     ]
 
 
@@ -986,4 +995,5 @@ def gpu_examples() -> list[Example]:
         wgmma_linear(128, 1024, bk=32, dtype="f16"),
         wgmma_registers_a(64, 4096, bk=64, warpgroups=2),
         wgmma_registers_a(32, 1024, bk=32, dtype="f16"),
+        wgmma_registers_a(128, 4096, bk=64, warpgroups=2),
     ]

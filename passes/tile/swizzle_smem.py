@@ -39,7 +39,8 @@ class TileSwizzleSmem(Pass):
     wavefronts if it beats the layout it has; ties go to the earlier (fewer bits). A stage the tensor memory
     accelerator copies can only take the swizzle the engine writes its rows with (rows of 32, 64 or 128 bytes);
     one that wgmma reads through descriptors (`tile-tensorize`) takes it whatever the model says, as the only
-    layout a descriptor names.
+    layout a descriptor names, and rows longer than 128 bytes (a head dimension of 128 in 16 bits) are stored in
+    blocks of 128 bytes (`columns`), each swizzled so, the engine copying a block at a time.
     No swizzle may narrow a vector or move elements past the copy. Each decision is a remark listing every
     candidate's cost. `swizzle` forces one on every stage not swizzled yet, refused (`check`) where it is out. A
     swizzled stage is left alone (idempotent); no load sees a different value.
