@@ -108,9 +108,9 @@ ATTENTION_WARPS_PER_SM = 16
 ATTENTION_DECODE_BLOCKS_PER_SM = 16
 DECODE_MIN_SHARE_KEYS = 8
 # Attention of 16-bit factors at prefill runs both products on wgmma where a warpgroup's 64 rows take the block's
-# warps 16 rows each and V's rows are one swizzle span or whole 128-byte spans (`_attention_on_wgmma`), else on mma.sync
-# atoms (`attention_atom`). On an H100 (bench/results/attention_wgmma-h100-2026-11-28): F2 87.5 -> 66.3 us (0.70x
-# -> 0.91x of SDPA), F1 15.5 -> 13.8 (0.85x -> 0.95x). On mma.sync: blocks of
+# warps 16 rows each and V's rows are one swizzle span or whole 128-byte spans (`_attention_on_wgmma`), else on
+# mma.sync atoms (`attention_atom`). On an H100 (bench/results/attention_wgmma-h100-2026-11-28): F2 87.5 -> 66.3 us
+# (0.70x -> 0.91x of SDPA), F1 15.5 -> 13.8 (0.85x -> 0.95x). On mma.sync: blocks of
 # ATTENTION_MMA_WARPS warps, each whole query rows (a row's scores, max and exp(x - m) stay in its lanes): 16, or
 # ATTENTION_MMA_WARP_ROWS for a head dimension over ATTENTION_MMA_NARROW_HEAD where the queries come in such blocks
 # (each K/V fragment a warp reads from shared memory then serves twice the rows). On an H100

@@ -80,7 +80,7 @@ def carrier_types(r: T.ReduceOp) -> list | None:
     loop, ops = found
     tile = _warp_tile(loop)
     rows = TensorType(f32, (2 * tile[0] // 16, 1))
-    acc = FragType("acc", f32, (64, tile[1]), "wgmma") if on_wgmma(loop, r) else FragType("acc", f32, tile)
+    acc = FragType("acc", f32, (64, tile[1]), "wgmma") if on_wgmma(loop) else FragType("acc", f32, tile)
     return [rows] + [rows if w is None else acc for w in ops.weights]
 
 
@@ -112,7 +112,7 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
 
     # 1. the scores, S = Q · Kᵀ, on the warp's rows and the chunk's keys
     scores = ops.contraction.a_reduction
-    wgmma = on_wgmma(loop, op)
+    wgmma = on_wgmma(loop)
     lanes = (2 * tile[0] // 16, keys // 4)
     if wgmma:
         s_tile = kb.reshape(_scores_on_wgmma(m, loop, ops, origin, op.iv, keys), TensorType(f32, lanes), "scores")

@@ -91,8 +91,8 @@ def atom_loop(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
     return (loop, inner) if loop is not None and loop.is_ancestor_of(r) else None
 
 
-def on_wgmma(loop: T.ForOp, inner: T.ReduceOp | None) -> bool:
-    """Whether the tensorized `loop` computes its contraction `inner` (or attention's two) with wgmma: laid out on a
+def on_wgmma(loop: T.ForOp) -> bool:
+    """Whether the tensorized `loop` computes its contraction (or attention's two) with wgmma: laid out on a
     wgmma atom, on a target that has it, the factors it reads through descriptors (`fragments.descriptor_factors`)
     plain loads of stages the tensor memory accelerator copies in the layout a descriptor names."""
     if not target().has("wgmma"):
@@ -113,7 +113,7 @@ def read_through_descriptors(kernel: T.KernelOp, stage: T.StageOp) -> bool:
     """Whether every load of `stage` is of a factor a wgmma reads through a descriptor (`on_wgmma`)."""
     loads = set()
     for loop in (lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes):
-        if on_wgmma(loop, None):
+        if on_wgmma(loop):
             loads |= {ld for f in fragments.descriptor_factors(loop) for ld in f.loads}
     return all(user in loads for user in stage.result.users)
 
@@ -124,9 +124,9 @@ def accumulator(m, r: T.ReduceOp) -> FragType | None:
     found = _tensorized(r)
     if found is None:
         return None
-    loop, inner = found
+    loop = found[0]
     tile = tuple(e // w for e, w in zip(loop.extents, loop.attributes["warps"]))
-    if on_wgmma(loop, inner):
+    if on_wgmma(loop):
         return FragType("acc", r.results[0].type, (64, tile[1]), "wgmma")
     return FragType("acc", r.results[0].type, tile)
 
