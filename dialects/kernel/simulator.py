@@ -21,7 +21,7 @@ in the order of the host function's results (bf16 values held in float32 arrays,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -799,7 +799,9 @@ def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
             f" {sim._thread_name(int(mem.w_thread[a[k]]))} wrote since the last barrier (missing kernel.barrier?)"
             f" [{where}]"
         )
-    # Record readers: one thread, or _MANY once a second thread reads the address in this epoch.
+    # Record readers: one thread, or _MANY once a second thread reads the address in this epoch. Sorted by address
+    # then thread, an address's readers are one thread when its first and last are the same, and the reader it
+    # had in this epoch (if any) is that thread too.
     fresh = mem.r_epoch[a] != e
     prev = np.where(fresh, _NO_THREAD, mem.r_thread[a])
     order = np.lexsort((tids, a))
@@ -807,15 +809,11 @@ def _check_shared_read(sim, op, mem: SharedBuffer, a, tids, w) -> None:
     first = np.ones(len(sa), dtype=bool)
     first[1:] = sa[1:] != sa[:-1]
     starts = np.flatnonzero(first)
-    ends = np.append(starts[1:], len(sa))
-    for s, t_end in zip(starts, ends):
-        addr = sa[s]
-        threads = set(st[s:t_end].tolist())
-        p = sp[s]
-        if p not in (_NO_THREAD,):
-            threads.add(int(p))
-        mem.r_thread[addr] = next(iter(threads)) if len(threads) == 1 and _MANY not in threads else _MANY
-        mem.r_epoch[addr] = e
+    ends = np.append(starts[1:], len(sa)) - 1
+    lo, p = st[starts], sp[starts]
+    single = (lo == st[ends]) & ((p == _NO_THREAD) | (p == lo))
+    mem.r_thread[sa[starts]] = np.where(single, lo, _MANY)
+    mem.r_epoch[sa[starts]] = e
 
 
 def _check_before_wait(sim, op, mem: GlobalBuffer, a, w, what: str) -> None:
@@ -1150,10 +1148,16 @@ def _land_tma(bar: Mbarrier, rec) -> None:
 # ---- tensor cores ----------------------------------------------------------------------------------------------
 def _lane_points(frag: FragType, w: Warp) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols), each 32 x per_lane: where each lane's fragment elements sit in the tile."""
+    return _fragment_points(frag, w.index % 4)
+
+
+@cache
+def _fragment_points(frag: FragType, warp_in_group: int) -> tuple[np.ndarray, np.ndarray]:
     lane = np.arange(WARP)
-    pts = frag.points(lane // 4, lane % 4, w.index % 4)
+    pts = frag.points(lane // 4, lane % 4, warp_in_group)
     rows = np.stack([np.broadcast_to(r, lane.shape) for r, _ in pts], axis=1)
     cols = np.stack([np.broadcast_to(c, lane.shape) for _, c in pts], axis=1)
+    rows.flags.writeable = cols.flags.writeable = False  # shared by every call for this fragment type
     return rows, cols
 
 
