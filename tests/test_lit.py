@@ -79,12 +79,39 @@ def test_lint_catches_mistakes(tmp_path):
     assert lint(good) == []
 
 
+LIT_SHARDS = 8
+
+
+def lit_shards() -> list[list[Path]]:
+    """The lit files in LIT_SHARDS groups of about equal cost (RUN lines, a torch-importing `irforge` CLI run
+    counting as several), so that pytest-xdist spreads them over its workers like any other tests."""
+
+    def cost(p: Path) -> int:
+        runs = [ln for ln in p.read_text(encoding="utf-8").splitlines() if "RUN:" in ln]
+        return sum(8 if re.search(r"\birforge (compile|bench|tune|generate)\b", r) else 1 for r in runs)
+
+    tests = [p for p in lit_files() if "Inputs" not in p.parts]  # lit's excludes (lit.cfg.py)
+    shards: list[list[Path]] = [[] for _ in range(LIT_SHARDS)]
+    load = [0] * LIT_SHARDS
+    for p in sorted(tests, key=cost, reverse=True):
+        i = load.index(min(load))
+        shards[i].append(p)
+        load[i] += cost(p)
+    return shards
+
+
 @pytest.mark.slow
-def test_lit_suite():
+@pytest.mark.parametrize("shard", range(LIT_SHARDS))
+def test_lit_suite(shard):
     lit = shutil.which("lit", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
     assert lit, "the 'lit' command is missing: install with '.[dev]'"
+    files = [str(p) for p in lit_shards()[shard]]
     env = {**os.environ, "IRFORGE_BIN": BIN}
-    proc = subprocess.run(
-        [lit, "-q", "-j", str(os.cpu_count() or 2), str(LIT_DIR)], env=env, capture_output=True, text=True
-    )
+    proc = subprocess.run([lit, "-q", "-j", "1", *files], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, f"lit failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_the_shards_hold_every_lit_test_once():
+    together = [p for shard in lit_shards() for p in shard]
+    tests = [p for p in lit_files() if "Inputs" not in p.parts]
+    assert sorted(together) == tests and all(lit_shards()) and len(tests) >= 150
