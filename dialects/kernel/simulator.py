@@ -20,6 +20,7 @@ in the order of the host function's results (bf16 values held in float32 arrays,
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
@@ -164,7 +165,8 @@ def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None
         bound.append(TensorMapRef(buf, t) if isinstance(t, TensorMapType) else buf)
     gx, gy, gz = kernel.attributes["grid"]
     agreement: dict = {}  # what the single-writer guards saw, across the launch's blocks
-    layouts: dict = {}  # (access, type) -> _access_layout, the same in every block
+    # the same in every block: (access, type) -> _access_layout, (op, index group) -> its indices as functions
+    layouts: dict = {}
     with np.errstate(all="ignore"):  # index arithmetic wraps like the GPU's; bounds are checked, not warned about
         for bz in range(gz):
             for by in range(gy):
@@ -382,35 +384,27 @@ class BlockSim:
             h(self, op, values, mask, w, env)
 
     def _index(self, op, group, values, mask, w) -> list[np.ndarray]:
+        exprs = self.layouts.get((op, group))
+        if exprs is None:
+            exprs = self.layouts[op, group] = [_lanes_expr(e) for e in op.exprs(group)]
         dims = [values[v] for v in op.index_operands]
+
+        def fail(e, a, b, bad):
+            lane = int(np.argmax(bad))
+            at = [int(np.broadcast_to(x, mask.shape)[lane]) for x in (a, b)]
+            raise self._error(
+                op,
+                f"index expression '{e.format()}' divides {at[0]} by {at[1]}; index division"
+                " needs a non-negative dividend and a positive divisor (CUDA truncates, the IR floors)",
+                w,
+                lane,
+            )
+
         out = []
-        for e in op.exprs(group):
-            x = np.asarray(self._eval(e, dims, op, mask, w), np.int64)
+        for f in exprs:
+            x = np.asarray(f(dims, mask, fail), np.int64)
             out.append(x if x.shape == mask.shape else np.broadcast_to(x, mask.shape))
         return out
-
-    def _eval(self, e, dims, op, mask, w):
-        """`e` over the lanes: a Python int where it does not vary, else int64 values (broadcast by the caller)."""
-        if isinstance(e, ix.Const):
-            return e.value
-        if isinstance(e, ix.Dim):
-            return np.asarray(dims[e.index], dtype=np.int64)
-        a = self._eval(e.lhs, dims, op, mask, w)
-        b = self._eval(e.rhs, dims, op, mask, w)
-        if isinstance(e, (ix.FloorDiv, ix.CeilDiv, ix.Mod)):
-            bad = mask & ((a < 0) | (b <= 0))
-            if bad.any():
-                lane = int(np.argmax(bad))
-                at = [int(np.broadcast_to(x, mask.shape)[lane]) for x in (a, b)]
-                raise self._error(
-                    op,
-                    f"index expression '{e.format()}' divides {at[0]} by {at[1]}; index division"
-                    " needs a non-negative dividend and a positive divisor (CUDA truncates, the IR floors)",
-                    w,
-                    lane,
-                )
-            b = np.where(b <= 0, 1, b)  # lanes the mask leaves out
-        return _apply_binary(e, a, b)
 
     # ---- values ---------------------------------------------------------------------------------------------
     def _scalar(self, op, values, mask):
@@ -452,22 +446,51 @@ class BlockSim:
         values[op.result] = x[src]
 
 
-def _apply_binary(e, a, b):
-    if isinstance(e, ix.Add):
-        return a + b
-    if isinstance(e, ix.Sub):
-        return a - b
-    if isinstance(e, ix.Mul):
-        return a * b
-    if isinstance(e, ix.FloorDiv):
-        return a // b
-    if isinstance(e, ix.CeilDiv):
-        return -(-a // b)
-    if isinstance(e, ix.Mod):
-        return a % b
-    if isinstance(e, ix.Min):
-        return np.minimum(a, b)
-    return np.maximum(a, b)
+_BINARY = {
+    ix.Add: operator.add,
+    ix.Sub: operator.sub,
+    ix.Mul: operator.mul,
+    ix.FloorDiv: operator.floordiv,
+    ix.CeilDiv: lambda a, b: -(-a // b),
+    ix.Mod: operator.mod,
+    ix.Min: np.minimum,
+    ix.Max: np.maximum,
+}
+
+
+def _lanes_expr(e):
+    """`e` as a function of (the index operands' values, the lane mask, a callback raising for a division by a
+    non-positive number or of a negative one on an active lane) giving a Python int where it does not vary, else
+    int64 values; made once per op, as the simulator evaluates an op's indices on every trip."""
+    if isinstance(e, ix.Const):
+        v = e.value
+        return lambda dims, mask, fail: v
+    if isinstance(e, ix.Dim):
+        i = e.index
+        return lambda dims, mask, fail: np.asarray(dims[i], dtype=np.int64)
+    lhs, rhs, fn = _lanes_expr(e.lhs), _lanes_expr(e.rhs), _BINARY[type(e)]
+    if not isinstance(e, (ix.FloorDiv, ix.CeilDiv, ix.Mod)):
+        return lambda dims, mask, fail: fn(lhs(dims, mask, fail), rhs(dims, mask, fail))
+    if isinstance(e.rhs, ix.Const) and e.rhs.value > 0:
+        d = e.rhs.value
+
+        def by_constant(dims, mask, fail):
+            a = lhs(dims, mask, fail)
+            bad = mask & (a < 0)
+            if bad.any():
+                fail(e, a, d, bad)
+            return fn(a, d)
+
+        return by_constant
+
+    def divide(dims, mask, fail):
+        a, b = lhs(dims, mask, fail), rhs(dims, mask, fail)
+        bad = mask & ((a < 0) | (b <= 0))
+        if bad.any():
+            fail(e, a, b, bad)
+        return fn(a, np.where(b <= 0, 1, b))  # lanes the mask leaves out
+
+    return divide
 
 
 def _per_thread(t) -> tuple[int, ...]:
