@@ -122,9 +122,9 @@ DECODE_MIN_SHARE_KEYS = 8
 # 128, 32-row warps keep 32 (bench/results/attention_keys-h100-2026-11-27).
 # On wgmma, chunks are halved while Q and rings of 2 of the K and V chunks would leave a multiprocessor fewer than
 # ATTENTION_WGMMA_BLOCKS_PER_SM blocks: F3 (head dimension 128, K and V stored in blocks of 64 columns) 134.8 us in
-# chunks of 128 keys (144 KB a block, one a multiprocessor), 112.0 in chunks of 64 (80 KB, two), 111.4 in 128-row
-# blocks of two warpgroups sharing chunks of 128; on mma.sync (32 rows a warp) 175.9
-# (bench/results/attention_wgmma128-h100-2026-11-28). F1 and F2 (64) keep chunks of 128 (72 KB).
+# chunks of 128 keys (144 KB a block, one a multiprocessor), 112.0 in chunks of 64 (80 KB, two; 110.4 and 111.4
+# in two runs as the default), 111.4 in 128-row blocks of two warpgroups sharing chunks of 128; on mma.sync (32 rows
+# a warp) 175.9 (bench/results/attention_wgmma128-h100-2026-11-28). F1 and F2 (64) keep chunks of 128 (72 KB).
 ATTENTION_WGMMA_BLOCKS_PER_SM = 2
 ATTENTION_MMA_WARPS = 4
 ATTENTION_MMA_WARP_ROWS = 32
