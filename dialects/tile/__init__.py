@@ -649,8 +649,10 @@ class StageOp(indexing.SubscriptOp):
             least = {"ring": 2, "columns": 1}.get(key, 0)
             if key in a and (not _is_int(a[key]) or a[key] < least):
                 raise self.error(f"{key} must be an integer of at least {least}")
-        if "columns" in a and (t.shape[-1] % a["columns"] or a.get("pad")):
-            raise self.error(f"columns {a['columns']} must divide the box's rows ({t.shape[-1]}), which have no pad")
+        if "columns" in a and t.shape[-1] % a["columns"]:
+            raise self.error(f"columns {a['columns']} must divide the box's rows ({t.shape[-1]})")
+        if "columns" in a and a.get("pad"):
+            raise self.error("a stage stored in blocks of columns has no pad (its blocks' rows are dense)")
         if self.copy not in ("sync", *STAGE_COPIES):
             raise self.error(f"copy must be one of {', '.join(STAGE_COPIES)}, got {self.copy!r}")
         if self.prefetch and self.ring <= self.prefetch:

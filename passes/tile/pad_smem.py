@@ -16,10 +16,10 @@ class TilePadSmem(Pass):
     issues them, on top of any swizzle it has) and takes the one with the fewest if it beats the rows as they are;
     ties go to the smaller pad. A pad that would narrow a vector (16-byte reads and cp.async pieces need rows of
     whole, aligned vectors) or overflow shared memory is out, and a stage the tensor memory accelerator copies
-    keeps dense rows (the engine writes them so). Each decision is a remark listing every candidate's cost
-    (`irforge-opt -debug-only=tile-pad-smem`, `irforge compile -v`). `pad` forces one pad on every stage not
-    padded yet, refused (`check`) where it is out. A padded stage is left alone (idempotent); no load sees a
-    different value.
+    keeps dense rows (the engine writes them so), as does one stored in blocks of columns (`columns`). Each
+    decision is a remark listing every candidate's cost (`irforge-opt -debug-only=tile-pad-smem`, `irforge
+    compile -v`). `pad` forces one pad on every stage not padded yet, refused (`check`) where it is out. A padded
+    stage is left alone (idempotent); no load sees a different value.
     """
 
     name = "tile-pad-smem"
@@ -54,4 +54,9 @@ class TilePadSmem(Pass):
 
 
 def candidates(kernel: T.KernelOp) -> list[T.StageOp]:
-    return [st for st in kernel.walk() if isinstance(st, T.StageOp) and "pad" not in st.attributes]
+    """Stages not padded yet, but those stored in blocks of columns (the copy engine's layout: rows dense)."""
+    return [
+        st
+        for st in kernel.walk()
+        if isinstance(st, T.StageOp) and "pad" not in st.attributes and "columns" not in st.attributes
+    ]
