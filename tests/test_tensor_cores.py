@@ -248,6 +248,7 @@ WGMMA_LATER = [
     "tile-chunk-reduce{bk=16}",
     "tile-chunk-reduce{bk=32}",
     "tile-chunk-reduce{bk=64}",
+    "tile-chunk-reduce{bk=128}",  # 256-byte rows of 16-bit slabs: stored in blocks of 64 columns
 ]
 
 
@@ -270,6 +271,8 @@ WGMMA_LATER = [
 @example(128, 64, 256, "bf16", (False, False, False), 128, "tile-chunk-reduce{bk=16}", 2, 1, "all", True, "on")
 @example(64, 32, 128, "f16", (True, False, False), 64, "tile-chunk-reduce{bk=32}", 3, 1, "all", False, "on")
 @example(128, 8, 32, "bf16", (False, False, False), 128, "tile-chunk-reduce{bk=16}", 2, 0, "all", False, "on")
+@example(128, 32, 256, "bf16", (False, False, False), 64, "tile-chunk-reduce{bk=128}", 2, 1, "all", False, "off")
+@example(64, 16, 256, "f16", (False, False, False), 64, "tile-chunk-reduce{bk=128}", 3, 0, "all", False, "on")
 def test_wgmma_contractions_match_the_loop_interpreter(
     m, n, k, dtype, variant, bm, chunk, stages, depth, tma, split, producer
 ):
