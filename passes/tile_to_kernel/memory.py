@@ -89,7 +89,7 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         if why:
             return why
     if "columns" in op.attributes:
-        from .tensor_cores import read_through_descriptors
+        from .tensor_cores import read_through_descriptors  # here: tensor_cores imports this module
 
         if op.copy != "tma" or not read_through_descriptors(kernel, op):
             return (
