@@ -59,6 +59,15 @@ class Descriptor:
         )
 
 
+def row_blocks(row_bytes: int) -> int | None:
+    """The blocks a row of `row_bytes` is stored in for descriptors to read it: 1 where it is a swizzle span (32,
+    64 or 128 bytes), one a 128-byte span where it is several (a stage's `columns`), None otherwise."""
+    if row_bytes in SWIZZLE_MODES:
+        return 1
+    span = max(SWIZZLE_MODES)
+    return row_bytes // span if row_bytes % span == 0 else None
+
+
 def descriptor(t: SmemType) -> Descriptor | str:
     """The descriptor layout of K-major tiles of shared buffer `t`, or why a descriptor cannot name them: rows of
     32, 64 or 128 bytes of a 16-bit type, swizzled over that span as the tensor memory accelerator writes them."""

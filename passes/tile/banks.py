@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import fragments as layouts
 from irforge.dialects.kernel import ops as K
+from irforge.dialects.kernel import warpgroup as WG
 from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizzle
 from irforge.dialects.loop.indexing import used_values
 from irforge.dialects.tile import fragments
@@ -437,12 +438,12 @@ def descriptor_layout(stage: T.StageOp) -> dict | None:
     swizzled over their span (`tma_layout`), or longer rows of whole 128-byte spans cut into blocks of one span
     (`columns`), each swizzled over it; None for other rows."""
     dtype = stage.result.type.dtype
-    if tma_layout(stage) is not None:
-        return {"swizzle": tma_layout(stage)}
-    span = max(TMA_SWIZZLE_SPANS)
-    if (stage.box[-1] * dtype.bytes) % span or stage.attributes.get("pad"):
+    blocks = WG.row_blocks(stage.box[-1] * dtype.bytes)
+    if blocks is None or stage.attributes.get("pad"):
         return None
-    return {"swizzle": tma_swizzle(span, dtype), "columns": span // dtype.bytes}
+    columns = stage.box[-1] // blocks
+    layout = {"swizzle": tma_swizzle(columns * dtype.bytes, dtype)}
+    return layout if blocks == 1 else {**layout, "columns": columns}
 
 
 def smem_bytes(kernel: T.KernelOp) -> int:

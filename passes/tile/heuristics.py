@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from irforge.dialects import tile as T
-from irforge.dialects.kernel.warpgroup import SWIZZLE_MODES
+from irforge.dialects.kernel.warpgroup import row_blocks
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contraction_of, contractions_in
 from irforge.passes.tile import banks
@@ -881,11 +881,10 @@ def _attention_on_wgmma(ops: fragments.AttentionOperands, head: int) -> bool:
     """Whether attention's products can run on wgmma, warps of 16 rows aside: the target has it, the head dimension
     is a wgmma's N (8 to 256) and V's rows are one swizzle span or whole 128-byte spans in blocks (an MN-major
     descriptor's), K and V tiles that descriptors name."""
-    row = head * ops.dtype.bytes
     return (
         target().has("wgmma")
         and fragments.wgmma_atom((64, head)) is not None
-        and (row in SWIZZLE_MODES or row % max(SWIZZLE_MODES) == 0)
+        and row_blocks(head * ops.dtype.bytes) is not None
         and fragments.why_not_attention_descriptors(ops) is None
     )
 
