@@ -72,6 +72,7 @@ SCHEDULE_OPTIONS = {
     "tile-pad-smem": ["", "{pad=4}"],
     "tile-sink": [""],
     "tile-rasterize": ["", "{rows=2}"],
+    "tile-longest-first": ["", "{order=off}"],
     "tile-unroll": ["", "{max-ops=256}"],
 }
 

@@ -20,9 +20,22 @@ from dataclasses import dataclass, field
 
 from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
 
-from irforge.ir import Operation, Value
+from irforge import index_expr as ix
+from irforge.ir import BlockArgument, Operation, Value
 
-from . import BLOCK_AXES, THREAD_AXES, CombineOp, ForOp, LoadOp, ReduceOp, StoreOp, YieldOp, enclosing_loops
+from . import (
+    BLOCK_AXES,
+    THREAD_AXES,
+    CombineOp,
+    ForOp,
+    IndexOp,
+    LoadOp,
+    ReduceOp,
+    StoreOp,
+    YieldOp,
+    enclosing_loops,
+    linear_terms,
+)
 from .vectors import expand
 
 
@@ -200,3 +213,70 @@ def _depends(v: Value, comb: CombineOp) -> bool:
         seen.add(id(x))
         todo.extend(x.owner.operands)
     return False
+
+
+# ---- masks --------------------------------------------------------------------------------------------------------
+_IDENTITY = {"online": float("-inf"), "add": 0.0}
+
+
+def identity_mask(v: Value, monoid: str) -> tuple[Value, bool] | None:
+    """(condition, whether it being true selects the identity) when an element component `v` is `select(c, a, b)`
+    with the monoid's identity for x (the first component) on one side: a mask (causal attention's)."""
+    identity = _IDENTITY.get(monoid)
+    sel = v.owner
+    if identity is None or not (isinstance(sel, ScalarMathOp) and sel.fn == "select"):
+        return None
+    cond, a, b = sel.operands
+    for side, when in ((a, True), (b, False)):
+        if isinstance(side.owner, ConstOp) and side.owner.attributes["value"] == identity:
+            return cond, when
+    return None
+
+
+def kept_growth(cond: Value, identity_when: bool) -> dict[Value | None, int] | None:
+    """A linear form ({loop index: coefficient}, None the constant) that the elements a mask keeps grow with: `b - a`
+    for a mask keeping where `a <= b` (or `a < b`; `>=` and `>` read swapped, `not` flips), None unless the
+    condition compares two integers affine in loop indices."""
+    o = cond.owner
+    if isinstance(o, ScalarMathOp) and o.fn == "not":
+        return kept_growth(o.operands[0], not identity_when)
+    if not (isinstance(o, ScalarMathOp) and o.fn in ("le", "lt", "ge", "gt")):
+        return None
+    a, b = (index_form(x) for x in o.operands)
+    if a is None or b is None:
+        return None
+    sign = (1 if o.fn in ("le", "lt") else -1) * (-1 if identity_when else 1)
+    return {k: sign * (b.get(k, 0) - a.get(k, 0)) for k in a.keys() | b.keys()}
+
+
+def index_form(v: Value) -> dict[Value | None, int] | None:
+    """`v` as a linear form over loop indices ({index: coefficient}, None the constant) through integer casts,
+    `tile.index` expressions, `add` and `sub`; None where it is not one."""
+    from irforge.dialects.loop.indexing import ValueDim
+
+    o = v.owner
+    if isinstance(v, BlockArgument):
+        return {v: 1}
+    if isinstance(o, ConstOp) and type(o.attributes["value"]) is int:
+        return {None: o.attributes["value"]}
+    if isinstance(o, CastOp) and not o.result.type.is_float and not o.operand.type.is_float:
+        return index_form(o.operand)
+    if isinstance(o, IndexOp):
+        out: dict = {}
+        for atom, k in linear_terms(o.index_expr()):
+            if isinstance(atom, ix.Const):
+                out[None] = out.get(None, 0) + atom.value * k
+                continue
+            inner = index_form(atom.value) if isinstance(atom, ValueDim) else None
+            if inner is None:
+                return None
+            for key, c in inner.items():
+                out[key] = out.get(key, 0) + c * k
+        return out
+    if isinstance(o, ScalarMathOp) and o.fn in ("add", "sub"):
+        x, y = (index_form(u) for u in o.operands)
+        if x is None or y is None:
+            return None
+        s = 1 if o.fn == "add" else -1
+        return {k: x.get(k, 0) + s * y.get(k, 0) for k in x.keys() | y.keys()}
+    return None

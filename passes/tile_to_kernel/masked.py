@@ -16,14 +16,13 @@ from irforge.dialects import tile as T
 from irforge.dialects.kernel.builder import Val
 from irforge.dialects.loop.indexing import ValueDim
 from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
+from irforge.dialects.tile.algebra import identity_mask
 
 from irforge import index_expr as ix
 from irforge.ir import BlockArgument, Value
 from irforge.types import boolean, index
 
 from .emit import value_hint
-
-_IDENTITY = {"online": float("-inf"), "add": 0.0}
 
 
 def trips(m, op: T.ReduceOp) -> Value | None:
@@ -111,26 +110,12 @@ def skipped(m, op: T.ReduceOp) -> Value | None:
 def _bounded_mask(m, op: T.ReduceOp, v: Value, monoid: str) -> tuple[tuple[Value, Value], bool] | None:
     """((always true, always false) of the mask's condition over `op`'s elements and the block, whether it being
     true selects the identity) for an element component `v` a mask selects (None where none bounds it)."""
-    masked = _mask(v, monoid)
+    masked = identity_mask(v, monoid)
     if masked is None:
         return None
     cond, identity_when = masked
     truth = _Bounds(m, op).truth(cond)
     return None if truth is None else (truth, identity_when)
-
-
-def _mask(v: Value, monoid: str) -> tuple[Value, bool] | None:
-    """(condition, whether it being true selects the identity) when `v` is `select(c, a, b)` with the monoid's
-    identity for x (the first component) on one side."""
-    identity = _IDENTITY.get(monoid)
-    sel = v.owner
-    if identity is None or not (isinstance(sel, ScalarMathOp) and sel.fn == "select"):
-        return None
-    cond, a, b = sel.operands
-    for side, when in ((a, True), (b, False)):
-        if isinstance(side.owner, ConstOp) and side.owner.attributes["value"] == identity:
-            return cond, when
-    return None
 
 
 class _Bounds:
