@@ -318,7 +318,7 @@ class _Emitter(WarpgroupStatements):
         self.dynamic_smem = 0
         self.inline: dict = {}  # values emitted where their one user reads them, not as arrays
         self.fragments = _holds_fragments(kernel)
-        self.written = K._written_params(kernel)
+        self.written = K.written_params(kernel)
         bx, by, _ = kernel.attributes["block"]
         x, y, z = "threadIdx.x", "threadIdx.y", "threadIdx.z"
         self.linear_tid = x if kernel.attributes["block"][1:] == (1, 1) else f"({x} + {y} * {bx} + {z} * {bx * by})"

@@ -33,7 +33,7 @@ from .host import (
     ParamOp,
     ViewBase,
     ViewOp,
-    _written_params,
+    written_params,
 )
 from .memory import (
     AtomicOp,
@@ -123,7 +123,6 @@ __all__ = [
     "ViewOp",
     "WarpIdOp",
     "YieldOp",
-    "_written_params",
     "access_runs",
     "bind_values",
     "broadcast_shape",
@@ -131,6 +130,7 @@ __all__ = [
     "elementwise_result_type",
     "run_dim",
     "tile_offsets",
+    "written_params",
 ]
 
 OPS = (

@@ -110,10 +110,6 @@ class IndexedOp(KernelOp):
         return ", ".join(p.index_expr(e, vals) for e in self.exprs(group))
 
 
-def _attrs_of(cls) -> dict:
-    return {**cls.attribute_types, **cls.optional_attributes}
-
-
 # ---- kernels ---------------------------------------------------------------------------------------------------
 class KernelFuncOp(Operation):
     """A GPU kernel: typed pointer (or tensor-map) parameters, a fixed launch shape, a SIMT body that every thread

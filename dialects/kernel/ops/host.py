@@ -146,7 +146,7 @@ class LaunchOp(LaunchBase, HostOp):
 
     def verify_op(self):
         super().verify_op()
-        written = _written_params(self.callee_op())
+        written = written_params(self.callee_op())
         for i, v in enumerate(self.args):
             for j in range(i + 1, len(self.args)):
                 if self.args[j] is v and (i in written or j in written):
@@ -157,7 +157,7 @@ class LaunchOp(LaunchBase, HostOp):
         p.attr_dict(self.attributes, elide=("callee",))
 
 
-def _written_params(k: KernelFuncOp) -> set[int]:
+def written_params(k: KernelFuncOp) -> set[int]:
     """Indices of the pointer parameters a kernel stores or atomically updates through."""
     args = {a: i for i, a in enumerate(k.body.args)}
     out = set()

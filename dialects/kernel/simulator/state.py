@@ -81,10 +81,6 @@ class TensorMapRef:
     type: TensorMapType
 
 
-class SimulationError(Exception):
-    """Carries a located IRForgeError out of a warp generator."""
-
-
 # ---- a warp ----------------------------------------------------------------------------------------------------
 class Warp:
     def __init__(self, index: int, lanes: np.ndarray):
