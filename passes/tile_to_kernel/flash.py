@@ -24,7 +24,8 @@ otherwise the keyed carrier's, and causal chunks above the diagonal are skipped 
 
 On a wgmma atom (`tensor_cores.on_wgmma`: K's and V's slabs copied by the tensor memory accelerator in a layout a
 descriptor names) each product is one group of wgmmas of the warpgroup's 64 rows, fenced, committed and waited for:
-S with Q's fragments from registers (each warp's, read as on mma.sync) and K's tile through its descriptor; O with
+S with Q's fragments from registers (each warp's, read as on mma.sync, once before the loop over chunks where Q's
+slab is staged outside it: `before_keys`) and K's tile through its descriptor; O with
 the terms' `a` fragments from registers and V's tile [16, head dimension] MN-major. O is then the warpgroup's
 accumulator `[64, head dimension]`, whose lane elements are those of the mma warp tile of the warp's 16 rows, so
 steps 2-4 are the same.
@@ -103,11 +104,10 @@ def fold(m, op: T.ReduceOp, inits: list[Value]) -> None:
 def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     kb = m.kb
     loop, ops = chain(op)
-    rows_iv, cols_iv = loop.ivs
     tile = _warp_tile(loop)
     keys = op.extents[0]
-    warp = Val(m.trip[loop]) // target().warp_size
-    origin = {rows_iv: kb.index(warp * tile[0], "warp_row"), cols_iv: kb.index(0, "warp_col")}
+    hoisted = m.before_keys.get(ops.contraction.a_reduction)
+    origin = hoisted[0] if hoisted else _origin(m, loop)
     lane_t = kb.index(Val(m.trip[loop]) % 4, "quad_lane")
 
     # 1. the scores, S = Q · Kᵀ, on the warp's rows and the chunk's keys
@@ -191,15 +191,47 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     return out
 
 
-def _scores_on_wgmma(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv, keys: int) -> Value:
-    """S = Q · Kᵀ for the warpgroup's 64 rows and the chunk's keys as one group of wgmmas, a step of 16 along the
-    head dimension each: Q's fragments from registers (each warp's 16 rows read as on mma.sync: a warpgroup's "a"
-    fragment is its warps' ones), K's tile [keys, 16] through its descriptor."""
+def _origin(m, loop: T.ForOp) -> dict:
+    """The warp's tile's first row and column: the atom loop's indices at the warp's origin."""
+    kb = m.kb
+    rows_iv, cols_iv = loop.ivs
+    warp = Val(m.trip[loop]) // target().warp_size
+    return {rows_iv: kb.index(warp * _warp_tile(loop)[0], "warp_row"), cols_iv: kb.index(0, "warp_col")}
+
+
+def before_keys(m, r: T.ReduceOp) -> None:
+    """Before the loop over chunks of keys `r`, where its chain runs on wgmma and Q's slab is staged outside it:
+    the warp's origin and Q's fragments, the same every chunk, read once (`m.before_keys`) rather than every chunk
+    (F3: 8 ldmatrix a warp and chunk fewer)."""
+    found = chain(r)
+    if found is None or not on_wgmma(found[0]):
+        return
+    loop, ops = found
+    stages = [x.operands[0].owner if isinstance(x, T.LoadOp) else None for x in ops.scores[0].ops]
+    if all(isinstance(st, T.StageOp) and not r.is_ancestor_of(st) for st in stages):
+        scores = ops.contraction.a_reduction
+        origin = _origin(m, loop)
+        m.before_keys[scores] = (origin, *_q_fragments(m, loop, ops, origin, ops.contraction.reduce.iv))
+
+
+def _q_fragments(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv) -> tuple[list, list]:
+    """(the indices of each step of 16 along the head dimension, Q's wgmma "a" fragment at each): each warp's 16
+    rows read as on mma.sync, a warpgroup's "a" fragment being its warps' ones."""
     kb = m.kb
     scores = ops.contraction.a_reduction
     at = [origin | {key_iv: kb.index(0), scores.iv: kb.index(16 * i, "k0")} for i in range(scores.extents[0] // 16)]
     q = [_factor(m, ops.scores[0], "a", (16, 16), a, scores.iv, {}, rows=loop.extents[0]) for a in at]
-    q = [_as_wgmma_a(kb, f) for f in q]
+    return at, [_as_wgmma_a(kb, f) for f in q]
+
+
+def _scores_on_wgmma(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv, keys: int) -> Value:
+    """S = Q · Kᵀ for the warpgroup's 64 rows and the chunk's keys as one group of wgmmas, a step of 16 along the
+    head dimension each: Q's fragments from registers (read before the loop over chunks where they can be:
+    `before_keys`), K's tile [keys, 16] through its descriptor."""
+    kb = m.kb
+    scores = ops.contraction.a_reduction
+    hoisted = m.before_keys.get(scores)
+    at, q = hoisted[1:] if hoisted else _q_fragments(m, loop, ops, origin, key_iv)
     s = kb.const(0.0, FragType("acc", f32, (64, keys), "wgmma"), "s")
     kb.wgmma_fence()  # Q's registers and the zeros were written by other instructions
     for qa, a in zip(q, at):

@@ -197,6 +197,7 @@ class Materializer:
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
         self.waits_after_prologue: set[T.LoopOp] = set()  # loops whose prologue an earlier copy's wait follows
         self.ghost_lanes: dict[T.ForOp, int] = {}  # atom loops whose lanes past this many hold ghost rows
+        self.before_keys: dict[T.ReduceOp, tuple] = {}  # attention's warp origin and Q fragments (flash.py)
         self.trip_bound: dict[T.LoopOp, Value] = {}  # loops a mask cuts short: the trips they make (masked.py)
         self.recomputed: list[Operation] = []  # ops a branch recomputes (combines.constant_share): erased if unused
         self.n_smem = 0
@@ -454,26 +455,29 @@ def _reduce(m: Materializer, op: T.ReduceOp) -> None:
     trips = (masked.trips(m, op) or masked.chunk_trips(m, op)) if m.skip_masked else None
     if trips is not None:
         m.trip_bound[op] = trips
-    with memory.pipelined(m, op), work_items(m, op, carries=inits, trips=trips) as (lp, w):
-        for carry, r in zip(lp.carries, op.results):
-            carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
-        with lanes_of(m, op, w):
-            memory.issue_ahead(m, op)
-            if chunk is not None:
-                m.carry_into[chunk] = list(lp.carries)
-            m.block(op.body)
-            memory.release(m, op)
-            own = [ld for ld in m.lanes if ld.loop is op]
-            new, at = [], 0
-            for monoid, _, results in op.carriers:
-                n = len(results)
-                element = [m.get(v) for v in op.yielded[at : at + n]]
+    with memory.pipelined(m, op):
+        if attention:
+            flash.before_keys(m, op)  # after the prologue's waits: the slabs read before the loop have landed
+        with work_items(m, op, carries=inits, trips=trips) as (lp, w):
+            for carry, r in zip(lp.carries, op.results):
+                carry.name_hint = f"{value_hint(r) or 'acc'}_acc"
+            with lanes_of(m, op, w):
+                memory.issue_ahead(m, op)
                 if chunk is not None:
-                    new += element  # the chunk folded straight into this trip's carrier
-                else:
-                    new += fold(m, monoid, list(lp.carries[at : at + n]), element, own)
-                at += n
-        lp.yield_(*new)
+                    m.carry_into[chunk] = list(lp.carries)
+                m.block(op.body)
+                memory.release(m, op)
+                own = [ld for ld in m.lanes if ld.loop is op]
+                new, at = [], 0
+                for monoid, _, results in op.carriers:
+                    n = len(results)
+                    element = [m.get(v) for v in op.yielded[at : at + n]]
+                    if chunk is not None:
+                        new += element  # the chunk folded straight into this trip's carrier
+                    else:
+                        new += fold(m, monoid, list(lp.carries[at : at + n]), element, own)
+                    at += n
+            lp.yield_(*new)
     for r, v in zip(op.results, lp.results):
         v.name_hint = value_hint(r)
         if attention:
