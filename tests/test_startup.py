@@ -1,17 +1,18 @@
-"""irforge-opt starts fast: `--help` imports neither torch nor lark, and listing passes or dialects (which loads
-every built-in pass and dialect module) does not import torch."""
+"""irforge-opt starts fast: `--help` imports neither torch nor lark, a pipeline imports only the passes it names, and
+listing passes or dialects (which loads every built-in pass and dialect module) does not import torch."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 
-def modules_after(code: str) -> set[str]:
+def modules_after(code: str, env: dict | None = None) -> set[str]:
     script = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     return set(proc.stdout.split())
 
@@ -38,3 +39,20 @@ def test_listing_does_not_import_torch(flag):
     loaded = modules_after(code)
     assert "irforge.passes.generic.cse" in loaded or flag == "--list-dialects"
     assert "torch" not in loaded
+
+
+def test_a_pipeline_imports_only_the_passes_it_names(tmp_path):
+    """The first run builds the index of built-in passes (importing them all) into the cache folder; later runs
+    read it and import only what the pipeline names."""
+    code = (
+        "import io\nfrom irforge.tools.opt import main\n"
+        "assert main(['--pass-pipeline=cse,dce', '--dump-pass-pipeline'], stderr=io.StringIO()) == 0"
+    )
+    env = {**os.environ, "IRFORGE_CACHE_DIR": str(tmp_path)}
+    passes = lambda loaded: {m for m in loaded if m.startswith("irforge.passes.")}
+    assert "irforge.passes.tile.blockify" in passes(modules_after(code, env))
+    assert passes(modules_after(code, env)) == {
+        "irforge.passes.generic",
+        "irforge.passes.generic.cse",
+        "irforge.passes.generic.dce",
+    }
