@@ -56,3 +56,16 @@ def test_a_pipeline_imports_only_the_passes_it_names(tmp_path):
         "irforge.passes.generic.cse",
         "irforge.passes.generic.dce",
     }
+
+
+def test_the_executable_ends_with_mains_exit_code(tmp_path):
+    """`irforge-opt` freezes what is alive before exiting (`driver.exit_process`): its output and exit code are
+    main's."""
+    src = tmp_path / "in.ir"
+    src.write_text("func.func @f(%a: f32) -> f32 {\n  func.return %a\n}\n")
+    opt = [sys.executable, "-m", "irforge.tools.opt", str(src)]
+    ok = subprocess.run([*opt, "-o", str(tmp_path / "out.ir")], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "func.return %a" in (tmp_path / "out.ir").read_text()
+    bad = subprocess.run([*opt, "--pass-pipeline=no-such-pass"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "unknown pass or pipeline 'no-such-pass'" in bad.stderr
