@@ -1,6 +1,6 @@
 """irforge's cache folder on disk (`$IRFORGE_CACHE_DIR`, default `~/.cache/irforge`): compiled CUBINs, compiled
-models, the parser's tables, ATen's answers to the torch dialect's verifier. Entries are written whole or not at
-all, so concurrent processes share it."""
+models, the parser's tables, the index of built-in passes, ATen's answers to the torch dialect's verifier. Entries
+are written whole or not at all, so concurrent processes share it."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def _with_tuning(schedule: list[ScheduledPass], db: str, after, before) -> list[
     if at is None:
         return schedule  # never gets to where kernels are formed
     _, suffix = split_lowering(after, before)
-    apply = registry().passes()["apply-tuning"](db=db, version=space_version(suffix))
+    apply = registry().pass_class("apply-tuning")(db=db, version=space_version(suffix))
     return [*schedule[:at], ScheduledPass(apply, ()), *schedule[at:]]
 
 

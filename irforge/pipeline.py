@@ -137,7 +137,7 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
     from .registry import registry
 
     reg = registry()
-    passes, pipelines = reg.passes(), reg.pipelines()
+    pipelines = reg.pipelines()
     out: list[ScheduledPass] = []
     for el in elements:
         if isinstance(el, Nest):
@@ -150,8 +150,8 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             out += expand(el.elements, source, (*path, anchor), stack)
             continue
         loc = _loc(el.tok, source)
-        if el.name in passes:
-            cls = passes[el.name]
+        cls = reg.pass_class(el.name)
+        if cls is not None:
             values = check_options(cls, [(key, raw, _loc(tok, source)) for key, raw, tok in el.options], text=True)
             p = cls(**values)
             sub = path
@@ -168,7 +168,8 @@ def expand(elements, source: str, path: tuple[str, ...] = (), stack: tuple[str, 
             inner = parse_pipeline(named.text, named.source)
             out += expand(inner, named.source, path, (*stack, el.name))
         else:
-            raise error(f"unknown pass or pipeline '{el.name}'{_suggest(el.name, [*passes, *pipelines])}", loc)
+            hint = _suggest(el.name, [*reg.pass_names(), *pipelines])
+            raise error(f"unknown pass or pipeline '{el.name}'{hint}", loc)
     return out
 
 
@@ -212,13 +213,13 @@ def tune_overrides(op: Operation) -> dict[str, dict]:
         raise op.error(
             f"attribute 'tune' must be a dictionary {{pass-name = {{option = value}}}}, not {format_attr(tune)}"
         )
-    passes = registry().passes()
+    reg = registry()
     out = {}
     for name, opts in tune.items():
-        cls = passes.get(name)
+        cls = reg.pass_class(name)
         context = f"'{op.name}' op 'tune' attribute: "
         if cls is None:
-            raise error(f"{context}unknown pass '{name}'{_suggest(name, passes)}", op.loc)
+            raise error(f"{context}unknown pass '{name}'{_suggest(name, reg.pass_names())}", op.loc)
         if not isinstance(opts, DictAttr):
             raise error(f"{context}pass '{name}' takes a dictionary of options, not {format_attr(opts)}", op.loc)
         out[name] = check_options(cls, [(k, v, op.loc) for k, v in opts.items()], text=False, context=context)

@@ -1,21 +1,26 @@
 """The registry of dialects, passes and named pipelines, built-in and from plugins.
 
-Built-ins are found by walking the `irforge.dialects` and `irforge.passes` packages; plugins register through the
-entry-point groups `irforge.dialects` (a `Dialect`, or a module defining `dialect`), `irforge.passes` (a `Pass`
-subclass, or a module whose `Pass` subclasses are all registered) and `irforge.pipelines` (a module or package
-whose folder holds `.pipeline` files, or a path); scalar ops come through `irforge.scalar_ops` (`scalar_ops.py`).
-Everything is loaded on first use; a name registered twice, or a pipeline named like a pass, is an error naming both
-sources.
+Built-ins are found by walking the `irforge.dialects` and `irforge.passes` packages (passes through an index of the
+walk, kept in the cache folder: see "passes" below); plugins register through the entry-point groups
+`irforge.dialects` (a `Dialect`, or a module defining `dialect`), `irforge.passes` (a `Pass` subclass, or a module
+whose `Pass` subclasses are all registered) and `irforge.pipelines` (a module or package whose folder holds
+`.pipeline` files, or a path); scalar ops come through `irforge.scalar_ops` (`scalar_ops.py`). Everything is loaded
+on first use, a built-in pass when its name is first looked up; a name registered twice, or a pipeline named like a
+pass, is an error naming both sources.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import os
 import pkgutil
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
 
+from .cache import atomic_write, cache_root
 from .diagnostics import IRForgeError, error
 
 
@@ -87,29 +92,76 @@ class Registry:
         return self.dialects().get(op_name.split(".", 1)[0])
 
     # ---- passes -------------------------------------------------------------------------------------------------
+    # A pipeline names a few of some 120 passes, and importing them all (with the dialects they use) costs each
+    # `irforge-opt` run more than parsing its input. So a built-in pass is known by name and module from an index
+    # (`_builtin_pass_modules`), and its module is imported when the name is first looked up. Plugins' passes are
+    # always loaded: a plugin reusing a built-in name is an error whatever the pipeline runs.
+    def pass_class(self, name: str):
+        """The class of pass `name` (None if there is none), importing only the module that defines it."""
+        cls = self._pass_table().get(name)
+        if isinstance(cls, str):
+            self._import_passes(cls)
+            cls = self._passes[name]
+        return cls
+
+    def pass_names(self):
+        """Every pass's name, sorted (passes added later last), without importing the built-in passes."""
+        return self._pass_table().keys()
+
     def passes(self) -> dict:
+        """{name: pass class} of every pass, importing all of them (listings, docs)."""
+        for module in {m for m in self._pass_table().values() if isinstance(m, str)}:
+            self._import_passes(module)
+        return self._passes
+
+    def add_pass(self, cls) -> None:
+        """Register a pass class defined in Python (a notebook, a test): it then runs by name like any other."""
+        self._add(self._pass_table(), "pass", cls, f"{cls.__module__}.{cls.__qualname__}", key=cls.name)
+
+    def _pass_table(self) -> dict:
+        """{name: pass class, or the module defining it while that is not imported}, sorted by name."""
         if self._passes is None:
-            from .pass_manager import Pass, frozen_heap
+            from .pass_manager import Pass
 
             found: dict = {}
-            import irforge.passes as pkg
-
-            # Importing every pass (and the dialects they use) builds hundreds of classes, which triggers full
-            # collections; after torch is imported each rescans its heap (0.2 s of a first compile).
-            with frozen_heap():
-                for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-                    m = importlib.import_module(mod.name)
-                    for p in _passes_in(m, Pass):
-                        self._add(found, "pass", p, mod.name, key=p.name)
+            for name, module in self._builtin_pass_modules().items():
+                self._add(found, "pass", module, module, key=name)
             for ep, obj in plugin_objects("irforge.passes"):
                 for p in [obj] if isinstance(obj, type) else _passes_in(obj, Pass):
                     self._add(found, "pass", p, plugin_source(ep), key=p.name)
             self._passes = dict(sorted(found.items()))
         return self._passes
 
-    def add_pass(self, cls) -> None:
-        """Register a pass class defined in Python (a notebook, a test): it then runs by name like any other."""
-        self._add(self.passes(), "pass", cls, f"{cls.__module__}.{cls.__qualname__}", key=cls.name)
+    def _import_passes(self, module: str) -> None:
+        from .pass_manager import Pass, frozen_heap
+
+        # Importing passes (and the dialects they use) builds hundreds of classes, which triggers full collections;
+        # after torch is imported each rescans its heap (0.2 s of a first compile).
+        with frozen_heap():
+            m = importlib.import_module(module)
+        for p in _passes_in(m, Pass):
+            self._passes[p.name] = p
+
+    def _builtin_pass_modules(self) -> dict[str, str]:
+        """{pass name: module} of the built-in passes. Finding them means importing every module of `irforge.passes`,
+        so the answer is kept in the cache folder under a digest of the package's sources: an edit makes a new
+        entry. A name defined twice is an error naming both modules, as for any registration."""
+        import irforge.passes as pkg
+
+        path = cache_root() / "passes" / f"{_sources_digest(pkg.__path__)}.json"
+        try:
+            return json.loads(path.read_bytes())
+        except (OSError, ValueError):  # not built yet (or unreadable): build it
+            pass
+        from .pass_manager import Pass, frozen_heap
+
+        found: dict = {}
+        with frozen_heap():  # see _import_passes
+            for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                for p in _passes_in(importlib.import_module(mod.name), Pass):
+                    self._add(found, "pass", mod.name, mod.name, key=p.name)
+        atomic_write(path, json.dumps(found, sort_keys=True).encode())
+        return found
 
     # ---- named pipelines ----------------------------------------------------------------------------------------
     def pipelines(self) -> dict[str, NamedPipeline]:
@@ -122,7 +174,7 @@ class Registry:
                 path = Path(obj.__file__).parent if hasattr(obj, "__file__") else Path(obj)
                 for f in sorted(path.glob("*.pipeline")) if path.is_dir() else [path]:
                     self._add_pipeline(found, f.name, f.read_text(encoding="utf-8"), str(f))
-            passes = self.passes()
+            passes = self._pass_table()
             for name, p in found.items():
                 if name in passes:  # in a pipeline's text a name must mean one thing
                     where = self.sources[("pass", name)]
@@ -150,6 +202,20 @@ def _passes_in(module, base) -> list:
         for v in vars(module).values()
         if isinstance(v, type) and issubclass(v, base) and v.__module__ == module.__name__ and v.__dict__.get("name")
     ]
+
+
+def _sources_digest(folders) -> str:
+    """A digest of the Python sources under `folders` (their paths and contents)."""
+    h = hashlib.sha256()
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    path = os.path.join(root, f)
+                    with open(path, "rb") as src:
+                        h.update(f"{os.path.relpath(path, folder)}\0".encode() + src.read() + b"\0")
+    return h.hexdigest()
 
 
 def plugin_objects(group: str):

@@ -139,3 +139,29 @@ def test_a_pipeline_may_not_take_a_pass_name(fake_plugins, tmp_path):
     assert str(info.value) == (
         f"pipeline 'cse' ({tmp_path / 'cse.pipeline'}) has the name of a pass (from irforge.passes.generic.cse)"
     )
+
+
+def test_the_pass_index_follows_the_sources(tmp_path):
+    """The index of built-in passes is kept under a digest of their sources: any edit, new or renamed file makes a
+    new one."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("name = 'a'\n")
+    digests = [registry_module._sources_digest([tmp_path])]
+    (tmp_path / "sub" / "a.py").write_text("name = 'b'\n")
+    digests.append(registry_module._sources_digest([tmp_path]))
+    (tmp_path / "b.py").write_text("")
+    digests.append(registry_module._sources_digest([tmp_path]))
+    (tmp_path / "b.py").rename(tmp_path / "c.py")
+    digests.append(registry_module._sources_digest([tmp_path]))
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert registry_module._sources_digest([tmp_path]) == digests[-1]
+    assert len(set(digests)) == len(digests)
+
+
+def test_a_pass_is_imported_when_looked_up(fake_plugins):
+    fake_plugins({"irforge.passes": [("mine", make_pass("my-pass"))]})
+    names = registry().pass_names()
+    assert "cse" in names and "my-pass" in names and "no-such-pass" not in names
+    assert registry().pass_class("cse").name == "cse"
+    assert registry().pass_class("my-pass").summary() == "A plugin pass."
+    assert registry().pass_class("no-such-pass") is None

@@ -19,9 +19,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from . import new_plugin
-from .driver import write_output
+from .driver import exit_process, write_output
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
 
@@ -441,5 +442,10 @@ def main(argv=None, *, stdout=None, stderr=None) -> int:
     return guarded("irforge", argv, lambda: COMMANDS[args.command].run(args, stdout, stderr), stderr)
 
 
+def command() -> NoReturn:
+    """The `irforge` executable (`main` is the in-process API)."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

@@ -84,7 +84,7 @@ def check_pass_names(args) -> None:
     from irforge.diagnostics import error
     from irforge.registry import registry
 
-    passes = registry().passes()
+    passes = registry().pass_names()
     for flag in ("print_ir_before", "print_ir_after", "debug_only"):
         for name in names(getattr(args, flag)):
             if name not in passes:

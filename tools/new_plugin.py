@@ -180,7 +180,7 @@ def run(args, out, err) -> int:
     name = args.name
     if not _NAME.match(name):
         raise error(f"'{name}' is not a pass name: lowercase words of letters and digits joined by dashes")
-    if name in registry().passes() or name in registry().pipelines():
+    if name in registry().pass_names() or name in registry().pipelines():
         raise error(f"'{name}' is already a pass or pipeline ({registry().sources.get(('pass', name), 'irforge')})")
     root = Path(args.parent) / f"irforge-{name}"
     if root.exists():

@@ -13,6 +13,7 @@ import argparse
 import os
 import re
 import sys
+from typing import NoReturn
 
 from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
 
@@ -66,6 +67,13 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _arg_parser().parse_args(argv)
     return guarded("irforge-opt", argv, lambda: _run(args, stdin, stdout, stderr), stderr)
+
+
+def command() -> NoReturn:
+    """The `irforge-opt` executable (`main` is the in-process API)."""
+    from .driver import exit_process
+
+    exit_process(main())
 
 
 def _run(args, stdin, stdout, stderr) -> int:
@@ -274,4 +282,4 @@ def list_passes_text() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()
