@@ -73,9 +73,7 @@ def work_slopes(band: T.ForOp) -> set[tuple[int, int]]:
             growth = None if mask is None else kept_growth(*mask)
             if not growth:
                 continue
-            dims = {
-                d: k for d, iv in enumerate(band.ivs) if growth.get(iv) and band.extents[d] > 1 for k in [growth[iv]]
-            }
+            dims = {d: growth[iv] for d, iv in enumerate(band.ivs) if growth.get(iv) and band.extents[d] > 1}
             inside = any(
                 k and iv is not None and iv not in band.ivs and band.is_ancestor_of(iv.block.parent_op)
                 for iv, k in growth.items()
