@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from irforge.dialects import tile as T
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.loop.indexing import ValueDim
-from irforge.dialects.scalar import CastOp, ConstOp, ScalarMathOp
-from irforge.dialects.tile.algebra import identity_mask
+from irforge.dialects.scalar import ConstOp, ScalarMathOp
+from irforge.dialects.tile.algebra import identity_mask, index_form
 
 from irforge import index_expr as ix
 from irforge.ir import BlockArgument, Value
@@ -158,33 +157,15 @@ class _Bounds:
         return None
 
     def bounds(self, v: Value) -> tuple[ix.IndexExpr, ix.IndexExpr] | None:
-        o = v.owner
-        if isinstance(v, BlockArgument):
-            return self._loop_index(v)
-        if isinstance(o, ConstOp) and isinstance(o.attributes["value"], int):
-            c = ix.Const(int(o.attributes["value"]))
-            return c, c
-        if isinstance(o, CastOp) and not o.result.type.is_float and not o.operand.type.is_float:
-            return self.bounds(o.operand)
-        if isinstance(o, T.IndexOp):
-            return self._affine(o.index_expr())
-        if isinstance(o, ScalarMathOp) and o.fn in ("add", "sub"):
-            a, b = (self.bounds(x) for x in o.operands)
-            if a is None or b is None:
-                return None
-            return (a[0] + b[0], a[1] + b[1]) if o.fn == "add" else (a[0] - b[1], a[1] - b[0])
-        return None
-
-    def _affine(self, e) -> tuple[ix.IndexExpr, ix.IndexExpr] | None:
-        lo: ix.IndexExpr = ix.Const(0)
-        hi: ix.IndexExpr = ix.Const(0)
-        for atom, k in T.linear_terms(e):
-            if isinstance(atom, ix.Const):
-                lo, hi = lo + ix.Const(atom.value * k), hi + ix.Const(atom.value * k)
-                continue
-            if not isinstance(atom, ValueDim):
-                return None
-            b = self.bounds(atom.value)
+        """(lower, upper) of an integer value affine in loop indices (`algebra.index_form`), each index over its
+        range (`_loop_index`)."""
+        form = index_form(v)
+        if form is None:
+            return None
+        lo: ix.IndexExpr = ix.Const(form.pop(None, 0))
+        hi: ix.IndexExpr = lo
+        for iv, k in form.items():
+            b = self._loop_index(iv)
             if b is None:
                 return None
             lo, hi = (lo + b[0] * k, hi + b[1] * k) if k >= 0 else (lo + b[1] * k, hi + b[0] * k)
