@@ -203,8 +203,9 @@ def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, g
     """A decode step (one query a head, a GQA group of 4 to 8 heads a KV head): the default schedule puts the
     group's rows on one warp's mma atoms (their top halves: `dialects/kernel/fragments.py`; the lanes of rows past
     the group's, ghosts, take part in the mma and store nothing), its keys split over blocks where they are many;
-    the tile interpreter after every pass and the kernel simulator agree with the loop interpreter, and the
-    kernels compile for sm_90a without spills."""
+    the split blocks, one cluster, fold their (m, l, O) carriers through distributed shared memory; the tile
+    interpreter after every pass and the kernel simulator agree with the loop interpreter, and the kernels compile
+    for sm_90a without spills."""
     from irforge.dialects.cuda import ops as C
 
     from irforge.runtime.nvrtc import resource_usage
@@ -220,6 +221,9 @@ def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, g
     assert split == (keys >= 512), "a long cache's keys are shared out among blocks"
     run_pipeline(m, "tile-to-kernel")
     assert {op.operands[0].type.shape for op in m.walk() if isinstance(op, K.MmaOp)} == {(8, 16)}
+    kernels = [op for op in m.body.ops if isinstance(op, K.KernelFuncOp)]
+    assert len(kernels) == 1, "the split blocks fold their carriers in one cluster, no second kernel"
+    assert ("cluster" in kernels[0].attributes) == split
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
     run_pipeline(m, "kernel-to-cuda")
     for k in (op for op in m.body.ops if isinstance(op, C.CudaKernelOp)):

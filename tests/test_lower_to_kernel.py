@@ -328,26 +328,54 @@ def _split_row_sum(rows: int, splits: int, via: str, tail: str, out: str, grid_y
 
 
 # ---- reductions split across blocks -------------------------------------------------------------------------------
-@pytest.mark.parametrize("via", ["partials", "atomics"])
+@pytest.mark.parametrize("via", ["partials", "atomics", "cluster"])
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from([(1, 2, 1), (2, 4, 1), (3, 2, 1), (2, 2, 3)]), st.sampled_from(["", "relu", "exp"]))
-def test_split_reductions_materialize_via_partials_or_atomics(via, shape, epilogue):
+@given(st.sampled_from([(1, 2, 1), (2, 4, 1), (3, 2, 1), (2, 2, 3), (2, 8, 1)]), st.sampled_from(["", "relu", "exp"]))
+def test_split_reductions_materialize_via_partials_atomics_or_a_cluster(via, shape, epilogue):
     """A row sum split over blocks (on a grid as wide or wider along y), its epilogue affine or not: atomics take
-    the affine ones (the check refuses the others at the combine), partials take every one; the simulator gives
-    the tile interpreter's answer."""
+    the affine ones (the check refuses the others at the combine), partials take every one, a cluster every one
+    whose blocks along y are the reduction's shares (the check refuses a wider grid); the simulator gives the tile
+    interpreter's answer (through a cluster, every block of it stores the same value: the single-writer check)."""
     rows, splits, widen = shape
     tail = {"": "", "relu": "%z = scalar.const 0.0 : f32\n      %t = scalar.maximum %t0, %z : f32",
             "exp": "%t = scalar.exp %t0 : f32"}[epilogue]  # fmt: skip
     m = _split_row_sum(rows, splits, via, tail, "%t" if epilogue else "%t0", grid_y=splits * widen)
     expected = interpret(m, seed=3)
-    if via == "atomics" and epilogue:
-        with pytest.raises(IRForgeError, match="not an affine function"):
+    refused = {"atomics": "not an affine function", "cluster": "not the .* that share the reduction"}
+    if (via == "atomics" and epilogue) or (via == "cluster" and widen > 1):
+        with pytest.raises(IRForgeError, match=refused[via]):
             run_pipeline(m, "tile-to-kernel")
         return
     run_pipeline(m, "tile-to-kernel")
     kernels = [op for op in m.body.ops if op.name == "kernel.func"]
-    assert len(kernels) == 2  # partials: two kernels; atomics: the kernel and the one zeroing its output
+    # partials: two kernels; atomics: the kernel and the one zeroing its output; a cluster: one
+    assert len(kernels) == (1 if via == "cluster" else 2)
+    if via == "cluster":
+        assert kernels[0].attributes["cluster"] == (1, splits, 1)
     np.testing.assert_allclose(interpret(m, seed=3)[0], expected[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("epilogue", ["", "exp"])
+def test_without_via_a_combine_takes_atomics_else_a_cluster_else_partials(epilogue):
+    """The default: an affine epilogue goes through atomics; another through a cluster on sm_90, through a second
+    kernel before it (no clusters) or where the shares are more than a cluster holds."""
+    from irforge.target import Target, use_target
+
+    def kernels(splits, arch="sm_90a"):
+        with use_target(Target(arch=arch)):
+            tail = "%t = scalar.exp %t0 : f32" if epilogue else ""
+            m = parse_module(str(_split_row_sum(2, splits, "atomics", tail, "%t" if epilogue else "%t0")).replace(
+                " via atomics", ""))  # fmt: skip
+            run_pipeline(m, "tile-to-kernel")
+            return [op for op in m.body.ops if op.name == "kernel.func"]
+
+    if not epilogue:
+        assert [k.attributes["sym_name"] for k in kernels(4)] == ["k", "k_zero0"]
+        return
+    (k,) = kernels(4)
+    assert k.attributes["cluster"] == (1, 4, 1)
+    assert [k.attributes["sym_name"] for k in kernels(4, "sm_80")] == ["k_partial", "k_combine"]
+    assert [k.attributes["sym_name"] for k in kernels(16)] == ["k_partial", "k_combine"]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

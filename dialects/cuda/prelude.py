@@ -265,6 +265,17 @@ IRF_DEV void irf_prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
 }
 
+// ---- thread block clusters (sm_90): the cluster-wide barrier, another block's shared memory ----
+IRF_DEV void irf_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+template <typename T>
+IRF_DEV T* irf_cluster_map(T* p, unsigned rank) {
+  unsigned long long out;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  return reinterpret_cast<T*>(out);
+}
+
 // ---- TMA: a tensor map is 128 opaque bytes, passed by value as a __grid_constant__ parameter ----
 struct __align__(64) irf_tensormap { unsigned long long opaque[16]; };
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from irforge.dialect import Dialect, grammar_file
 from irforge.scalar_ops import SCALAR_OPS
 
+from .cluster import OPS as CLUSTER_OPS
 from .dependent_launch import OPS as DEPENDENT_LAUNCH_OPS
 from .ops import OPS
 from .syntax import KernelSyntax
@@ -39,8 +40,8 @@ def _grammar() -> str:
 dialect = Dialect(
     name="kernel",
     summary="hardware primitives: threads, shared memory, barriers, shuffles, async copies, TMA, mma, wgmma,"
-    " dependent launches",
-    ops=OPS + WARPGROUP_OPS + DEPENDENT_LAUNCH_OPS,
+    " dependent launches, clusters",
+    ops=OPS + WARPGROUP_OPS + DEPENDENT_LAUNCH_OPS + CLUSTER_OPS,
     types=TYPES,
     level="kernel",
     grammar=_grammar(),

@@ -25,6 +25,7 @@ from irforge.location import UNKNOWN, Location
 from irforge.scalar_ops import MONOIDS
 from irforge.types import TensorType, boolean, index
 
+from . import cluster as CL
 from . import dependent_launch as DL
 from . import ops as K
 from . import warpgroup as WG
@@ -290,6 +291,12 @@ class KernelBuilder:
 
     def prefetch_l2(self, mem: Value, i, nbytes) -> Operation:
         return self._indexed(DL.PrefetchL2Op, [mem], {"index": [i], "bytes": [nbytes]})
+
+    def cluster_barrier(self) -> Operation:
+        return self._add(CL.ClusterBarrierOp((), ()))
+
+    def cluster_map(self, mem: Value, rank, hint: str | None = None) -> Value:
+        return self._indexed(CL.ClusterMapOp, [mem], {"rank": [rank]}, [mem.type], hint=hint)
 
 
 __all__ = ["KernelBuilder", "Val"]

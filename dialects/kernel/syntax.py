@@ -46,7 +46,7 @@ class KernelSyntax:
 
     # ---- kernels and host ops -----------------------------------------------------------------------------------
     def kernel_func(self, c):
-        sym, params, grid, block, attrs, region = c
+        sym, params, grid, block, cluster, attrs, region = c
         params = params or []
         attrs = {
             **_attrs(attrs),
@@ -55,6 +55,8 @@ class KernelSyntax:
             "grid": launch_dims(grid),
             "block": launch_dims(block),
         }
+        if cluster is not None:
+            attrs["cluster"] = launch_dims(cluster)
         return OpAST("kernel.func", attrs=attrs, result_types=[], regions=[region.with_entry_args(params)])
 
     def kernel_alloc(self, c):
@@ -284,6 +286,14 @@ class KernelSyntax:
 
     def kernel_griddep_launch(self, c):
         return OpAST("kernel.griddepcontrol_launch_dependents", result_types=[])
+
+    def kernel_cluster_barrier(self, c):
+        return OpAST("kernel.cluster_barrier", result_types=[])
+
+    def kernel_cluster_map(self, c):
+        mem, rank = c
+        (m,), refs = _bind([[rank]], mem.loc)
+        return OpAST("kernel.cluster_map", operands=[mem, *refs], attrs={"rank": m})
 
     def kernel_prefetch_l2(self, c):
         mem, i, n = c

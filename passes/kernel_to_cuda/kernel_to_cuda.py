@@ -126,9 +126,9 @@ def emit_kernel(kernel: K.KernelFuncOp) -> C.CudaKernelOp:
     return C.CudaKernelOp((), (), attrs, loc=kernel.loc)
 
 
-def _needs_sm90(op: Operation) -> None:
+def _needs_sm90(op: Operation, what: str = "programmatic dependent launch") -> None:
     if target().sm < 90:
-        raise op.error(f"needs sm_90 or later (programmatic dependent launch), and the target is {target().arch}")
+        raise op.error(f"needs sm_90 or later ({what}), and the target is {target().arch}")
 
 
 def origin(loc: Location) -> str | None:
@@ -399,6 +399,7 @@ class _Emitter(WarpgroupStatements):
         self.ops(k.body.ops)
         origins = list(dict.fromkeys(o for o in (origin(op.loc) for op in k.walk()) if o))
         dims = lambda d: ", ".join(map(str, d))
+        bounds = _launch_bounds(k, self.fragments)
         head = [
             f"// {name}: grid ({dims(a['grid'])}), block ({dims(a['block'])}), "
             f"{self.dynamic_smem} bytes of dynamic shared memory",
@@ -408,12 +409,20 @@ class _Emitter(WarpgroupStatements):
         head += [
             f'#include "{PRELUDE_NAME}"',
             "",
-            f'extern "C" __global__ void __launch_bounds__({_launch_bounds(k, self.fragments)}) {name}(',
+            f'extern "C" __global__ void __launch_bounds__({bounds}){self.cluster_dims()} {name}(',
         ]
         head += [f"    {p}{',' if i < len(params) - 1 else ') {'}" for i, p in enumerate(params)]
         if not params:
             head[-1] += ") {"
         return "\n".join([*head, *self.lines, "}"]) + "\n"
+
+    def cluster_dims(self) -> str:
+        """` __cluster_dims__(x, y, z)` for a kernel launched in clusters (a launch needs nothing more), else ''."""
+        cluster = self.k.attributes.get("cluster")
+        if cluster is None:
+            return ""
+        _needs_sm90(self.k, "thread block clusters")
+        return f" __cluster_dims__({', '.join(map(str, cluster))})"
 
     def kernel_name(self) -> str:
         raw = self.k.attributes["sym_name"]
@@ -791,6 +800,14 @@ class _Emitter(WarpgroupStatements):
 
     def op_barrier(self, op):
         self.line("__syncthreads();")
+
+    def op_cluster_barrier(self, op):
+        self.line("irf_cluster_sync();")
+
+    def op_cluster_map(self, op):
+        (rank,) = self.index(op, "rank")
+        mem, r = op.operands[0], op.result
+        self.line(f"{self.ctype(r.type.dtype)}* {self.name(r)} = irf_cluster_map({self.name(mem)}, {rank});")
 
     def op_fence_proxy_async(self, op):
         self.line("irf_fence_proxy_async();")

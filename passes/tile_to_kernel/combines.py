@@ -1,7 +1,8 @@
 """lower-to-kernel's rule for `tile.combine` over threadIdx.x: an xor-shuffle ladder within each warp (written
 once as a loop over the offsets, unrolled when printed), then, past 32 threads, each warp's carrier through shared
 memory, a barrier, every thread folding its row's partials, a barrier. Blocks that are not whole warps combine
-through shared memory alone (shuffles need all 32 lanes)."""
+through shared memory alone (shuffles need all 32 lanes). Over a block axis: atomics (below), a cluster's
+distributed shared memory (`clusters.py`) or a second kernel (`partials.py`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from irforge.ir import Operation, Value
 from irforge.target import target
 from irforge.types import index
 
-from . import partials
+from . import clusters, partials
 from .emit import combine_values, value_hint
 
 
@@ -27,6 +28,10 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if not isinstance(op, T.CombineOp):
         return None
     if len(op.over) == 1 and op.over[0] in T.BLOCK_AXES:
+        if op.attributes.get("via") == "cluster":
+            return clusters.why_not(kernel, op)
+        if clusters.via_cluster(op):
+            return None
         if partials.via_partials(op):
             return partials.why_not(op)
         return affine_stores(op)
@@ -136,6 +141,9 @@ def _slice(value: Value, branch: Operation) -> list[Operation]:
 
 
 def combine(m, op: T.CombineOp) -> None:
+    if op.over[0] in T.BLOCK_AXES and clusters.via_cluster(op):
+        clusters.combine(m, op)
+        return
     if op.over[0] in T.BLOCK_AXES:
         m.atomic_axis = op.over[0]
         for r, v in zip(op.results, op.operands):

@@ -47,7 +47,7 @@ from irforge.scalar_ops import MONOIDS
 from irforge.target import target
 from irforge.types import TensorType, boolean, index
 
-from . import combines, flash, keyed, masked, memory, partials, tensor_cores
+from . import clusters, combines, flash, keyed, masked, memory, partials, tensor_cores
 from .emit import FULL_UNROLL, FULL_UNROLL_REGISTERS, combine_values, strided, value_hint
 
 _HW_HINTS = {"threadIdx.x": "tx", "threadIdx.y": "ty", "threadIdx.z": "tz"}
@@ -89,8 +89,10 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         why = combines.why_not(kernel, op) or memory.why_not(kernel, op) or tensor_cores.why_not(kernel, op)
         if why:
             return op, why
-        block_wide = isinstance(op, T.StageOp) or (isinstance(op, T.CombineOp) and op.over[0] in T.THREAD_AXES)
-        if block_wide:  # a cross-block combine adds its share with atomics: it needs no thread beside it
+        block_wide = isinstance(op, T.StageOp) or (
+            isinstance(op, T.CombineOp) and (op.over[0] in T.THREAD_AXES or clusters.via_cluster(op))
+        )
+        if block_wide:  # a combine through atomics needs no thread beside it; one through a cluster, all of them
             for lp in T.enclosing_loops(op):
                 if any(a in T.THREAD_AXES for a in lp.bind) and not _block_uniform(kernel, lp):
                     return op, (

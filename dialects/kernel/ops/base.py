@@ -4,6 +4,7 @@ and `BareOp`/`GroupWaitOp`, which the fences, barriers, commits and waits of eve
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -111,6 +112,9 @@ class IndexedOp(KernelOp):
 
 
 # ---- kernels ---------------------------------------------------------------------------------------------------
+CLUSTER_LIMIT = 8  # blocks a cluster may hold on every sm_90 GPU (the portable size)
+
+
 class KernelFuncOp(Operation):
     """A GPU kernel: typed pointer (or tensor-map) parameters, a fixed launch shape, a SIMT body that every thread
     of every block runs."""
@@ -119,7 +123,7 @@ class KernelFuncOp(Operation):
     operand_names = ()
     result_names = ()
     attribute_types = {"sym_name": str, "function_type": FunctionType, "grid": tuple, "block": tuple}
-    optional_attributes = {"index_bits": int}
+    optional_attributes = {"index_bits": int, "cluster": tuple}
     num_regions = 1
     traits = frozenset({"isolated", "symbol", "single_block"})
     anchor_aliases = ("kernel",)
@@ -156,10 +160,12 @@ class KernelFuncOp(Operation):
             if not isinstance(t, (PtrType, TensorMapType)):
                 # Shapes are static, so sizes are constants in the body; launches bind buffers only.
                 raise self.error(f"parameter type must be !kernel.ptr or !kernel.tensormap, got {t}")
-        for what in ("grid", "block"):
-            dims = self.attributes[what]
+        for what in ("grid", "block", "cluster"):
+            dims = self.attributes.get(what, (1, 1, 1))
             if len(dims) != 3 or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims):
                 raise self.error(f"'{what}' must be 1 to 3 positive integers, got {list(dims)}")
+        if "cluster" in self.attributes:
+            self._verify_cluster()
         limit = target().max_threads
         if self.threads > limit:
             raise self.error(f"has {self.threads} threads per block; the limit is {limit}")
@@ -168,11 +174,23 @@ class KernelFuncOp(Operation):
         if self.parent_op is not None and self.parent_op.name != "builtin.module":
             raise self.error("must be at the top level of a module")
 
+    def _verify_cluster(self) -> None:
+        cluster, grid = self.attributes["cluster"], self.attributes["grid"]
+        if any(g % c for g, c in zip(grid, cluster)):
+            raise self.error(f"its grid {list(grid)} is no multiple of its cluster {list(cluster)}")
+        if math.prod(cluster) > CLUSTER_LIMIT:
+            raise self.error(f"clusters of {math.prod(cluster)} blocks; the portable limit is {CLUSTER_LIMIT}")
+        if target().sm < 90:
+            raise self.error(f"is launched in clusters, which need sm_90 or later; the target is {target().arch}")
+
     def print_custom(self, p):
         p.write("kernel.func ", str(SymbolRef(self.attributes["sym_name"])), "(")
         p.write(", ".join(f"{p.define(a)}: {a.type}" for a in self.body.args), ")")
         p.write(" grid(", dims_text(self.attributes["grid"]), ") block(", dims_text(self.attributes["block"]), ")")
-        p.attr_dict(self.attributes, elide=("sym_name", "function_type", "grid", "block"), prefix=" attributes ")
+        if "cluster" in self.attributes:
+            p.write(" cluster(", dims_text(self.attributes["cluster"]), ")")
+        elide = ("sym_name", "function_type", "grid", "block", "cluster")
+        p.attr_dict(self.attributes, elide=elide, prefix=" attributes ")
         p.write(" ")
         p.region(self.regions[0], print_entry_args=False)
 

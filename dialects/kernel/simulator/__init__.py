@@ -20,7 +20,7 @@ in the order of the host function's results (bf16 values held in float32 arrays,
 The package: this module runs the program (the host function, each launch block by block); `block` runs one
 block (its warps' generators, the schedule, the dispatch of ops to handlers); `state` holds what the simulator
 keeps (buffers, mbarriers, a warp's state); the handlers are by kind in `simple`, `accesses`, `control`,
-`async_copies` and `tensor_cores` (mma.sync and warpgroup MMA).
+`async_copies`, `tensor_cores` (mma.sync and warpgroup MMA) and `cluster` (a cluster's blocks run together).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from irforge.diagnostics import error
 from irforge.ir import Operation
 
 from .. import ops as K
+from ..cluster import cluster_dims
 from ..types import TensorMapType
 from .block import BlockSim
+from .cluster import clusters, run_cluster
 from .state import GlobalBuffer, TensorMapRef, _hint
 
 
@@ -88,7 +90,9 @@ def _launch(op: K.LaunchOp, buffers: list[GlobalBuffer], launch_id: int) -> None
     # the same in every block: (access, type) -> _access_layout, (op, index group) -> its indices as functions
     layouts: dict = {}
     with np.errstate(all="ignore"):  # index arithmetic wraps like the GPU's; bounds are checked, not warned about
-        for bz in range(gz):
-            for by in range(gy):
-                for bx in range(gx):
-                    BlockSim(kernel, (bx, by, bz), bound, launch_id, agreement, layouts).run()
+        for blocks in clusters((gx, gy, gz), cluster_dims(kernel)):
+            sims = [BlockSim(kernel, b, bound, launch_id, agreement, layouts) for b in blocks]
+            if len(sims) == 1:
+                sims[0].run()
+            else:
+                run_cluster(sims)

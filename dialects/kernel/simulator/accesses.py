@@ -9,6 +9,7 @@ from irforge.scalar_ops import SCALAR_OPS, compute_dtype, quantize
 from irforge.types import ScalarType, TensorType
 
 from .. import ops as K
+from .cluster import RemoteShared, check_remote_read, check_write_after_remote_read
 from .state import _MANY, _NO_THREAD, GlobalBuffer, SharedBuffer, Warp, _per_thread
 
 
@@ -124,6 +125,8 @@ def _read(sim, op, mem, addrs, mask, w) -> np.ndarray:
     if isinstance(mem, GlobalBuffer):
         _check_before_wait(sim, op, mem, a, w, "reads")
         _check_global_read(sim, op, mem, a, tids, w)
+    elif isinstance(mem, RemoteShared):
+        check_remote_read(sim, op, mem, a, tids, w)
     else:
         _check_shared_read(sim, op, mem, a, tids, w)
     out = np.zeros(addrs.shape, dtype=mem.data.dtype)
@@ -142,8 +145,11 @@ def _write(sim, op, mem, addrs, vals, mask, w) -> None:
         mem.w_launch[a] = sim.launch_id
         mem.w_thread[a] = _global_tid(sim, tids)
         mem.w_epoch[a] = sim.epoch
+    elif isinstance(mem, RemoteShared):
+        raise sim._error(op, "writes another block's shared memory, which the simulator does not model", w)
     else:
         _check_shared_write(sim, op, mem, a, tids, w)
+        check_write_after_remote_read(sim, op, mem, a, tids)
         mem.w_thread[a] = tids
         mem.w_epoch[a] = sim.epoch
     mem.data[a] = quantize(v, mem.dtype if isinstance(mem, GlobalBuffer) else mem.type.dtype)

@@ -13,6 +13,7 @@ from irforge.ir import Operation
 from irforge.scalar_ops import SCALAR_OPS, compute_dtype, quantize
 from irforge.target import target
 
+from .. import cluster as CL
 from .. import dependent_launch as DL
 from .. import ops as K
 from .. import warpgroup as WG
@@ -29,6 +30,7 @@ from .async_copies import (
     _phase_done,
     _tma_load,
 )
+from .cluster import _cluster_barrier, _cluster_map
 from .control import _barrier, _for, _griddep_wait, _if, _prefetch_l2
 from .simple import _axis, _cast, _const, _extract, _index_op, _insert, _lane, _noop, _reduce, _reshape, _smem, _splat
 from .state import WARP, MbarrierArray, SharedBuffer, Warp, _per_thread
@@ -57,6 +59,7 @@ class BlockSim:
         self.nthreads = self.bdim[0] * self.bdim[1] * self.bdim[2]
         self.block_linear = block_idx[0] + self.grid[0] * (block_idx[1] + self.grid[1] * block_idx[2])
         self.epoch = 0
+        self.cluster = None  # a ClusterState, when the kernel is launched in clusters (cluster.py)
         # a programmatic dependent launch: may run while the launch before it does, until each thread's wait
         self.dependent = any(isinstance(op, DL.GridDepWaitOp) for op in kernel.body.ops)
         self.args = dict(zip(kernel.body.args, args))
@@ -77,9 +80,17 @@ class BlockSim:
 
     # ---- scheduling -----------------------------------------------------------------------------------------
     def run(self) -> None:
-        gens = {w.index: self._warp_program(w) for w in self.warps}
-        live = list(self.warps)
-        self._schedule(gens, live)
+        self.start()
+        while self.live:
+            if not self.step():
+                self.stuck()
+        self.finish()
+
+    def start(self) -> None:
+        self.gens = {w.index: self._warp_program(w) for w in self.warps}
+        self.live = list(self.warps)
+
+    def finish(self) -> None:
         self._check_unwritten_reads()
         self._check_registers()
 
@@ -102,56 +113,63 @@ class BlockSim:
                 f" {target().registers_per_sm}: a kernel.setmaxnreg inc would wait forever",
             )
 
-    def _schedule(self, gens, live) -> None:
-        while live:
-            progressed = False
-            for w in live:
-                if w.waiting is not None and w.waiting[0] == "mbarrier":
-                    _, _, bar, parity = w.waiting
-                    if not _phase_done(bar, parity):
-                        continue
-                    w.waiting = None
-                if w.waiting is not None:
+    def step(self) -> bool:
+        """Run every warp that can until it blocks, and release a barrier all live warps wait at; whether anything
+        moved (the warps of a cluster's barrier wait for the cluster: `cluster.run`)."""
+        live, progressed = self.live, False
+        for w in live:
+            if w.waiting is not None and w.waiting[0] == "mbarrier":
+                _, _, bar, parity = w.waiting
+                if not _phase_done(bar, parity):
                     continue
-                try:
-                    w.waiting = next(gens[w.index])
-                except StopIteration:
-                    w.done = True
-                progressed = True
-            live = [w for w in live if not w.done]
-            at_barrier = [w for w in live if w.waiting is not None and w.waiting[0] == "barrier"]
-            if live and len(at_barrier) == len(live):
-                if len(live) != len(self.warps):
-                    ended = next(w for w in self.warps if w.done)
-                    raise self._error(
-                        at_barrier[0].waiting[1],
-                        f"warp {at_barrier[0].index} waits at this barrier, but warp {ended.index} has finished"
-                        " (every thread of the block must reach each barrier)",
-                        at_barrier[0],
-                    )
-                sites = {id(w.waiting[1]) for w in at_barrier}
-                if len(sites) > 1:
-                    a, b = at_barrier[0], next(w for w in at_barrier if w.waiting[1] is not at_barrier[0].waiting[1])
-                    raise self._error(
-                        b.waiting[1],
-                        f"warp {b.index} waits at this barrier while warp {a.index} waits at another"
-                        " (a barrier in divergent control flow)",
-                        b,
-                    )
-                self._check_unwritten_reads()
-                for w in at_barrier:
-                    w.waiting = None
-                self.epoch += 1
-                progressed = True
-            if not progressed and live:
-                if self._land_transactions():
-                    continue
-                if at_barrier:
-                    blocked = next(w for w in live if w.waiting[0] != "barrier")
-                    w0 = at_barrier[0]
-                    raise self._error(w0.waiting[1], f"deadlock: warp {blocked.index} never reaches this barrier", w0)
-                w = live[0]
-                raise self._error(w.waiting[1], "deadlock: the mbarrier phase this warp waits for never completes", w)
+                w.waiting = None
+            if w.waiting is not None:
+                continue
+            try:
+                w.waiting = next(self.gens[w.index])
+            except StopIteration:
+                w.done = True
+            progressed = True
+        live = self.live = [w for w in live if not w.done]
+        at_barrier = [w for w in live if w.waiting is not None and w.waiting[0] == "barrier"]
+        if live and len(at_barrier) == len(live):
+            if len(live) != len(self.warps):
+                ended = next(w for w in self.warps if w.done)
+                raise self._error(
+                    at_barrier[0].waiting[1],
+                    f"warp {at_barrier[0].index} waits at this barrier, but warp {ended.index} has finished"
+                    " (every thread of the block must reach each barrier)",
+                    at_barrier[0],
+                )
+            sites = {id(w.waiting[1]) for w in at_barrier}
+            if len(sites) > 1:
+                a, b = at_barrier[0], next(w for w in at_barrier if w.waiting[1] is not at_barrier[0].waiting[1])
+                raise self._error(
+                    b.waiting[1],
+                    f"warp {b.index} waits at this barrier while warp {a.index} waits at another"
+                    " (a barrier in divergent control flow)",
+                    b,
+                )
+            self._check_unwritten_reads()
+            for w in at_barrier:
+                w.waiting = None
+            self.epoch += 1
+            progressed = True
+        if not progressed and live and self._land_transactions():
+            progressed = True
+        return progressed
+
+    def stuck(self) -> None:
+        """Nothing moved: a deadlock (raised), unless every live warp waits at a cluster barrier."""
+        live = self.live
+        at_barrier = [w for w in live if w.waiting[0] == "barrier"]
+        if at_barrier:
+            blocked = next(w for w in live if w.waiting[0] != "barrier")
+            w0 = at_barrier[0]
+            raise self._error(w0.waiting[1], f"deadlock: warp {blocked.index} never reaches this barrier", w0)
+        w = next((w for w in live if w.waiting[0] == "mbarrier"), None)
+        if w is not None:
+            raise self._error(w.waiting[1], "deadlock: the mbarrier phase this warp waits for never completes", w)
 
     def _check_unwritten_reads(self) -> None:
         """At a barrier (or the kernel's end): reads of shared memory nothing wrote in their epoch are errors."""
@@ -367,6 +385,7 @@ _SIMPLE = {
     DL.GridDepWaitOp: _griddep_wait,
     DL.GridDepLaunchDependentsOp: _noop,
     DL.PrefetchL2Op: _prefetch_l2,
+    CL.ClusterMapOp: _cluster_map,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
     K.LdmatrixOp: _ldmatrix,
@@ -389,4 +408,5 @@ _BLOCKING = {
     K.IfOp: _if,
     K.BarrierOp: _barrier,
     K.MbarrierWaitOp: _mbarrier_wait,
+    CL.ClusterBarrierOp: _cluster_barrier,
 }

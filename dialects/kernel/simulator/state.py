@@ -54,6 +54,9 @@ class SharedBuffer:
         self.w_epoch = np.full(n, -1, dtype=np.int64)
         self.r_thread = np.full(n, _NO_THREAD, dtype=np.int64)
         self.r_epoch = np.full(n, -1, dtype=np.int64)
+        # the cluster barrier count at the last write, and at another block's last read (cluster.py)
+        self.w_cluster = np.full(n, -1, dtype=np.int64)
+        self.r_cluster = np.full(n, -1, dtype=np.int64)
         # Reads of never-written addresses in the current epoch: {address: (op, thread)}. A write by another thread
         # later in the epoch makes one a race (the barrier between them is missing); at the barrier, the rest are
         # reads of memory nothing wrote.

@@ -1,0 +1,78 @@
+"""Thread block clusters (sm_90): blocks launched together on one GPU processing cluster, each able to read the
+others' shared memory.
+
+A `kernel.func` with `cluster(x, y, z)` is launched in clusters of that many blocks (the grid a multiple of it, at
+most 8 blocks: the portable size). `kernel.cluster_map` names another block's copy of a shared buffer (distributed
+shared memory): loads through it read that block's buffer. `kernel.cluster_barrier` orders accesses across the
+cluster as `kernel.barrier` does across a block: every thread of every block of the cluster arrives (releasing its
+writes) and waits (acquiring theirs). A block may exit only when no other block reads its shared memory any more:
+a barrier after the last remote read. The simulator runs a cluster's blocks together and checks both.
+"""
+
+from __future__ import annotations
+
+from irforge.index_expr import AffineMap
+from irforge.ir import OpResult
+
+from .ops import BareOp, IndexedOp, KernelFuncOp, SmemOp
+from .types import SmemType
+
+
+def cluster_dims(kernel: KernelFuncOp) -> tuple[int, int, int]:
+    """The kernel's cluster shape ((1, 1, 1): no cluster)."""
+    return tuple(kernel.attributes.get("cluster", (1, 1, 1)))
+
+
+def _kernel(op) -> KernelFuncOp | None:
+    return next((a for a in op.ancestors() if isinstance(a, KernelFuncOp)), None)
+
+
+def _in_cluster(op) -> None:
+    k = _kernel(op)
+    if k is not None and cluster_dims(k) == (1, 1, 1):
+        raise op.error("needs a kernel launched in clusters (a kernel.func with cluster(...))")
+
+
+class ClusterBarrierOp(BareOp):
+    """`barrier.cluster.arrive.release` then `barrier.cluster.wait.acquire`: every thread of every block of the
+    cluster waits here; orders shared-memory accesses (local and remote) across it."""
+
+    name = "kernel.cluster_barrier"
+
+    def verify_op(self):
+        _in_cluster(self)
+
+
+class ClusterMapOp(IndexedOp):
+    """`mapa`: the shared buffer `mem` of the block of rank `rank` in this block's cluster (ranks run x-fastest
+    over the cluster's shape); loads through the result read that block's copy."""
+
+    name = "kernel.cluster_map"
+    operand_names = ("mem", "*indices")
+    result_names = ("result",)
+    attribute_types = {"rank": AffineMap}
+    num_regions = 0
+    num_fixed = 1
+    index_groups = ("rank",)
+
+    def group_sizes(self):
+        return {"rank": 1}
+
+    @classmethod
+    def infer_result_types(cls, operand_types, attributes):
+        return [operand_types[0]]
+
+    def verify_op(self):
+        self.verify_indices()
+        mem = self.operands[0]
+        if not isinstance(mem.type, SmemType) or not (isinstance(mem, OpResult) and isinstance(mem.op, SmemOp)):
+            raise self.error(f"maps a shared buffer (a kernel.smem result), not {mem.type}")
+        if self.result.type != mem.type:
+            raise self.error(f"result must have the buffer's type {mem.type}, got {self.result.type}")
+        _in_cluster(self)
+
+    def print_custom(self, p):
+        p.write("kernel.cluster_map ", p.value(self.operands[0]), ", rank ", self.fmt(p, "rank"))
+
+
+OPS = (ClusterBarrierOp, ClusterMapOp)

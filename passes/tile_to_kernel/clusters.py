@@ -1,0 +1,121 @@
+"""lower-to-kernel's rule for a combine over a block axis that goes `via cluster`: the blocks sharing a split
+reduction are launched as one thread block cluster (sm_90) and fold their partial carriers through distributed
+shared memory, in the kernel itself.
+
+Every thread publishes its partial carrier in its block's shared memory (a row per thread), a cluster barrier, then
+every thread folds the rows of its own position in every block of the cluster, rank by rank (the same order in
+every block, so all of them hold the same result), and a second cluster barrier keeps each block's rows alive until
+the others have read them. The combine's blocks hold the same points (the split axis distributes nothing else), so
+thread t of one block and thread t of another carry partials of the same points, whatever the layout (register
+tiles, mma accumulators). Against `via partials` this saves the second kernel and the partials' round trip
+through global memory (a decode attention's combine kernel took 3.5 us of its 29.4).
+
+Without `via`, a combine that atomics cannot take goes via cluster where it can (`why_not`), else via partials.
+"""
+
+from __future__ import annotations
+
+from irforge.dialects import tile as T
+from irforge.dialects.kernel.builder import Val
+from irforge.dialects.kernel.ops.base import CLUSTER_LIMIT
+from irforge.dialects.kernel.types import FragType, SmemType, element_type, per_thread_shape
+from irforge.dialects.tile.algebra import affine_stores
+
+from irforge import index_expr as ix
+from irforge.target import target
+from irforge.types import TensorType
+
+from .emit import combine_values, value_hint
+
+
+def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
+    """Why a combine over a block axis cannot go via a cluster (None when it can)."""
+    from . import memory, partials
+
+    axis = comb.over[0]
+    n = partials.shares(kernel, comb)
+    if target().sm < 90:
+        return f"thread block clusters need sm_90 or later, and the target is {target().arch}"
+    if n > CLUSTER_LIMIT:
+        return f"its {n} blocks are more than a cluster holds ({CLUSTER_LIMIT})"
+    if kernel.axis_size(axis) != n:
+        return f"the kernel has {kernel.axis_size(axis)} blocks along {axis}, not the {n} that share the reduction"
+    if memory.producer_stages(kernel):
+        return "a producer warp, which leaves the work to the consumers, would not reach the cluster's barriers"
+    return None
+
+
+def via_cluster(comb: T.CombineOp) -> bool:
+    """Whether a combine over a block axis is materialized through a cluster: asked for, or not asked for and
+    atomics cannot take it while a cluster can."""
+    if len(comb.over) != 1 or comb.over[0] not in T.BLOCK_AXES:
+        return False
+    via = comb.attributes.get("via")
+    if via is not None:
+        return via == "cluster"
+    return affine_stores(comb) is not None and why_not(T.kernel_of(comb), comb) is None
+
+
+def cluster_shape(axis: str, n: int) -> tuple[int, int, int]:
+    return tuple(n if a == axis else 1 for a in T.BLOCK_AXES)
+
+
+def combine(m, op: T.CombineOp) -> None:
+    kb = m.kb
+    axis = op.over[0]
+    n = m.tk.axis_size(axis)
+    kb.op.attributes["cluster"] = cluster_shape(axis, n)
+    row = kb.index(m.linear_thread(), "lin")
+    carriers = []
+    for monoid, _, vals in op.carriers:
+        comps = []
+        for v in vals:
+            c = m.get(v)
+            if isinstance(c.type, FragType):
+                c = kb.reshape(c, TensorType(c.type.dtype, per_thread_shape(c.type)))
+            comps.append(c)
+        carriers.append((monoid, comps))
+    rows = []
+    for _, comps in carriers:
+        for c in comps:
+            width = max(1, TensorType(element_type(c.type), per_thread_shape(c.type)).numel)
+            buf = m.smem(SmemType(element_type(c.type), (m.tk.threads, width)), f"{c.name_hint or 'carrier'}_rows")
+            flat = c if width == 1 and not isinstance(c.type, TensorType) else kb.reshape(c, _row(c, width))
+            _vector(kb.store(flat, buf, [Val(row), ix.Const(0)]), flat.type)
+            rows.append((buf, c.type, flat.type))
+    kb.cluster_barrier()
+    out, at = [], 0
+    for monoid, comps in carriers:
+        mine = rows[at : at + len(comps)]
+        at += len(comps)
+        ids = [kb.const(monoid.identity(element_type(t), i), t) for i, (_, t, _) in enumerate(mine)]
+        with kb.for_(0, n, carries=ids, hint="rank") as lp:
+            got = []
+            for buf, t, flat_t in mine:
+                remote = kb.cluster_map(buf, Val(lp.iv), hint=f"{value_hint(buf) or 'rows'}_of")
+                ld = kb.load(remote, [Val(row), ix.Const(0)], flat_t)
+                _vector(ld.owner, flat_t)
+                got.append(ld if flat_t == t else kb.reshape(ld, t))
+            lp.yield_(*combine_values(kb, monoid, lp.carries, got))
+        out += lp.results
+    kb.cluster_barrier()  # no block exits (its rows gone) or publishes again before the others have read
+    for r, v in zip(op.results, out):
+        v.name_hint = value_hint(r) or v.name_hint
+        m.env[r] = v
+
+
+def _row(c, width: int) -> TensorType:
+    return TensorType(element_type(c.type), (width,))
+
+
+def _vector(access, t) -> None:
+    """Vector accesses of at most 16 bytes that divide the row (a row of 3 floats moves a float at a time)."""
+    if not isinstance(t, TensorType):
+        return
+    nbytes = t.numel * t.dtype.bytes
+    if nbytes % 16 == 0 or (nbytes <= 16 and nbytes & (nbytes - 1) == 0):
+        return
+    w = max(1, min(16 // t.dtype.bytes, t.numel))
+    while t.numel % w:
+        w //= 2
+    access.attributes["vector"] = w
