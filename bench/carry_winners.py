@@ -2,6 +2,7 @@
 their kernels' schedules as they were; drop the others (they must be tuned again).
 
     python3 bench/carry_winners.py --added tile-longest-first [--winners irforge/tune/winners.json]
+    python3 bench/carry_winners.py --widened tile-split-reduce.via=cluster
 
 A winner is looked up by the schedule version it was tuned under (irforge/tune/space.py: the passes, their option
 values and domains), so adding a pass to the lowering strands every winner. The old lowering is the current one
@@ -10,6 +11,11 @@ captures the case it names, isolates the kernel (checking its key against the wi
 winner's point to the end of the tile level under both lowerings. Where the two tile-level programs print the
 same, the point means the same schedule and the winner takes the current version; otherwise it is dropped. The
 file is rewritten in place; a line per winner says which.
+
+`--widened PASS.OPTION=VALUE` is for an option's domain that gained a value (which must not be the option's
+default, so that every point the winners name lowers as it did): the old version is the current lowering's with
+that value taken out of the domain; winners of that version whose points do not use the value take the current
+version.
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--added", required=True, help="comma-separated passes the lowering gained since the winners")
+    how = ap.add_mutually_exclusive_group(required=True)
+    how.add_argument("--added", help="comma-separated passes the lowering gained since the winners")
+    how.add_argument("--widened", help="PASS.OPTION=VALUE: a value an option's domain gained since the winners")
     ap.add_argument("--winners", default=str(ROOT / "irforge/tune/winners.json"))
     args = ap.parse_args()
+    if args.widened:
+        return _widened(args.widened, Path(args.winners))
 
     from irforge.bench.case import suite
     from irforge.tune.command import capture_case
@@ -62,6 +72,37 @@ def main() -> int:
     print(f"{len(kept)} of {len(data['winners'])} winners carried over")
     data["winners"] = kept
     Path(args.winners).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+def _widened(spec: str, path: Path) -> int:
+    from irforge.pass_manager import Choices
+    from irforge.registry import registry
+    from irforge.tune.space import space_version, split_lowering
+
+    name, _, value = spec.partition("=")
+    pass_name, _, option = name.rpartition(".")
+    opt = registry().pass_class(pass_name).options[option]
+    added = opt.check(value)
+    if added == opt.default or added not in opt.domain:
+        sys.exit(f"{value} must be in the domain of {name} and not its default")
+    _, new = split_lowering()
+    domain = opt.domain
+    opt.domain = Choices(tuple(v for v in domain.values() if v != added))
+    try:
+        old_version = space_version(new)
+    finally:
+        opt.domain = domain
+    data = json.loads(path.read_text())
+    versions = {w["version"] for w in data["winners"]}
+    if versions != {old_version}:
+        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {spec} is {old_version}")
+    kept = [w for w in data["winners"] if w["winner"].get(pass_name, {}).get(option) != added]
+    for w in data["winners"]:
+        print(f"{w['name']}: {'carried over' if w in kept else f'dropped: its point has {spec}'}")
+    print(f"{len(kept)} of {len(data['winners'])} winners carried over")
+    data["winners"] = [{**w, "version": space_version(new)} for w in kept]
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return 0
 
 

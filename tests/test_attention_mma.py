@@ -203,9 +203,8 @@ def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, g
     """A decode step (one query a head, a GQA group of 4 to 8 heads a KV head): the default schedule puts the
     group's rows on one warp's mma atoms (their top halves: `dialects/kernel/fragments.py`; the lanes of rows past
     the group's, ghosts, take part in the mma and store nothing), its keys split over blocks where they are many;
-    the split blocks, one cluster, fold their (m, l, O) carriers through distributed shared memory; the tile
-    interpreter after every pass and the kernel simulator agree with the loop interpreter, and the kernels compile
-    for sm_90a without spills."""
+    the tile interpreter after every pass and the kernel simulator agree with the loop interpreter, and the
+    kernels compile for sm_90a without spills."""
     from irforge.dialects.cuda import ops as C
 
     from irforge.runtime.nvrtc import resource_usage
@@ -221,11 +220,37 @@ def test_decode_attention_runs_on_the_atoms_top_halves(dtype, batch, kv_heads, g
     assert split == (keys >= 512), "a long cache's keys are shared out among blocks"
     run_pipeline(m, "tile-to-kernel")
     assert {op.operands[0].type.shape for op in m.walk() if isinstance(op, K.MmaOp)} == {(8, 16)}
-    kernels = [op for op in m.body.ops if isinstance(op, K.KernelFuncOp)]
-    assert len(kernels) == 1, "the split blocks fold their carriers in one cluster, no second kernel"
-    assert ("cluster" in kernels[0].attributes) == split
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
     run_pipeline(m, "kernel-to-cuda")
     for k in (op for op in m.body.ops if isinstance(op, C.CudaKernelOp)):
         usage = resource_usage(k.attributes["source"], k.attributes["sym_name"], arch="sm_90a")
         assert not any(u.spills for u in usage.values()), usage
+
+
+@pytest.mark.parametrize("dtype, group", [(bf16, 8), (f16, 4)])
+def test_split_decode_attention_folds_through_a_cluster_when_asked(dtype, group):
+    """`tile-split-reduce{via=cluster}`: a decode step whose cache is split over blocks runs as one kernel launched
+    in clusters of the split's blocks, which fold their (m, l, O) carriers (mma accumulators) through distributed
+    shared memory; the kernel simulator (every block stores the same rows: the single-writer check) agrees with
+    the loop interpreter, and the kernel compiles for sm_90a without spills."""
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = loopgen.attention_module(
+        batch=1, kv_heads=2, group=group, queries=1, keys=512, e=64, ev=64, scale=0.125, dtype=dtype
+    )
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    passes = ["tile-split-reduce{via=cluster}" if p == "tile-split-reduce" else p for p in _passes("loop-to-tile")]
+    run_pipeline(m, ",".join(passes))
+    run_pipeline(m, "tile-to-kernel")
+    (k,) = [op for op in m.body.ops if isinstance(op, K.KernelFuncOp)]
+    shares = k.attributes["grid"][1]
+    assert shares > 1 and k.attributes["cluster"] == (1, shares, 1)
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+    run_pipeline(m, "kernel-to-cuda")
+    (ck,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    assert "__cluster_dims__(1, " in ck.attributes["source"]
+    usage = resource_usage(ck.attributes["source"], ck.attributes["sym_name"], arch="sm_90a")
+    assert not any(u.spills for u in usage.values()), usage

@@ -13,14 +13,25 @@ from __future__ import annotations
 
 from irforge.index_expr import AffineMap
 from irforge.ir import OpResult
+from irforge.target import target
 
 from .ops import BareOp, IndexedOp, KernelFuncOp, SmemOp
+from .ops.base import CLUSTER_LIMIT
 from .types import SmemType
 
 
 def cluster_dims(kernel: KernelFuncOp) -> tuple[int, int, int]:
     """The kernel's cluster shape ((1, 1, 1): no cluster)."""
     return tuple(kernel.attributes.get("cluster", (1, 1, 1)))
+
+
+def why_not(blocks: int) -> str | None:
+    """Why `blocks` blocks cannot be one cluster on the target (None: they can)."""
+    if target().sm < 90:
+        return f"thread block clusters need sm_90 or later, and the target is {target().arch}"
+    if blocks > CLUSTER_LIMIT:
+        return f"{blocks} blocks are more than a cluster holds ({CLUSTER_LIMIT})"
+    return None
 
 
 def _kernel(op) -> KernelFuncOp | None:

@@ -448,7 +448,7 @@ class YieldOp(Operation):
 # How a combine over a block axis is materialized: `atomics` (each block adds its share of the stored values into
 # the output), `partials` (each block stores its partial carrier, a second kernel folds them), `cluster` (the
 # blocks, one thread block cluster, fold their carriers through distributed shared memory). Without `via`, atomics
-# where they can, else a cluster where the blocks fit one (sm_90, at most 8), else partials.
+# where they can, else partials.
 COMBINE_VIAS = ("atomics", "partials", "cluster")
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
+from irforge.dialects.kernel import cluster
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import affine_stores
@@ -26,7 +27,9 @@ class TileSplitReduce(Pass):
     `via` picks how the combine over blocks is made (`tile.combine ... via`): `atomics` (each block adds its share
     of the stored values, which must be an affine function of an add carrier of f32, into an output zeroed
     first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
-    online one included), `auto` (atomics where they can). A reduction with a non-identity init, or one already
+    online one included), `cluster` (the shares' blocks, one thread block cluster on sm_90, fold their carriers
+    through distributed shared memory in the kernel itself: any monoid, at most 8 shares), `auto` (atomics where
+    they can, else partials). A reduction with a non-identity init, or one already
     split, is left alone (idempotent: a reduction distributed over a block axis is a split one), and so is a
     tensor-core contraction whose shares would not be whole atom steps.
     """
@@ -39,7 +42,7 @@ class TileSplitReduce(Pass):
         domain=Choices((0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)),
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
-    via: str = option("auto", domain=Choices(("auto", "atomics", "partials")), help="how the blocks combine")
+    via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
@@ -47,9 +50,12 @@ class TileSplitReduce(Pass):
         for r, shared in candidates(op):
             if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
-            why = affine_stores(shared or r) if self.via == "atomics" and self._shares(op, r) > 1 else None
+            shares = self._shares(op, r)
+            why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
+            if self.via == "cluster" and shares > 1:
+                why = cluster.why_not(shares)
             if why is not None:
-                return f"via=atomics: {why}"
+                return f"via={self.via}: {why}"
         return None
 
     def run(self, op: Operation) -> None:

@@ -10,34 +10,35 @@ thread t of one block and thread t of another carry partials of the same points,
 tiles, mma accumulators). Against `via partials` this saves the second kernel and the partials' round trip
 through global memory (a decode attention's combine kernel took 3.5 us of its 29.4).
 
-Without `via`, a combine that atomics cannot take goes via cluster where it can (`why_not`), else via partials.
+It is not the default (a combine without `via` that atomics cannot take goes via partials): the cluster kernels
+ran slower than the two kernels they replace. On an H100 (bench/results/cluster_combine-h100-2026-11-28) the
+decode attention F4 took 31.7 us against 29.4, split-K products 1.9 to 2.9 times as long, f32 prefill attention
+1.2-1.8 times; on an H200 under ncu (cluster_combine_ncu-h200-2026-11-28) F4's one kernel took 24.6 us against
+20.6 + 3.2 for the two, its DRAM throughput 59% against 70% at the same occupancy. `tile-split-reduce`'s
+`via=cluster` asks for it, and the tuner tries it.
 """
 
 from __future__ import annotations
 
 from irforge.dialects import tile as T
+from irforge.dialects.kernel import cluster
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.ops.base import CLUSTER_LIMIT
 from irforge.dialects.kernel.types import FragType, SmemType, element_type, per_thread_shape
-from irforge.dialects.tile.algebra import affine_stores
 
 from irforge import index_expr as ix
-from irforge.target import target
 from irforge.types import TensorType
 
+from . import memory, partials
 from .emit import combine_values, value_hint
 
 
 def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
     """Why a combine over a block axis cannot go via a cluster (None when it can)."""
-    from . import memory, partials
-
     axis = comb.over[0]
     n = partials.shares(kernel, comb)
-    if target().sm < 90:
-        return f"thread block clusters need sm_90 or later, and the target is {target().arch}"
-    if n > CLUSTER_LIMIT:
-        return f"its {n} blocks are more than a cluster holds ({CLUSTER_LIMIT})"
+    why = cluster.why_not(n)
+    if why is not None:
+        return why
     if kernel.axis_size(axis) != n:
         return f"the kernel has {kernel.axis_size(axis)} blocks along {axis}, not the {n} that share the reduction"
     if memory.producer_stages(kernel):
@@ -46,14 +47,9 @@ def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
 
 
 def via_cluster(comb: T.CombineOp) -> bool:
-    """Whether a combine over a block axis is materialized through a cluster: asked for, or not asked for and
-    atomics cannot take it while a cluster can."""
-    if len(comb.over) != 1 or comb.over[0] not in T.BLOCK_AXES:
-        return False
-    via = comb.attributes.get("via")
-    if via is not None:
-        return via == "cluster"
-    return affine_stores(comb) is not None and why_not(T.kernel_of(comb), comb) is None
+    """Whether a combine over a block axis is materialized through a cluster (only where asked for: see the
+    module's docstring)."""
+    return len(comb.over) == 1 and comb.over[0] in T.BLOCK_AXES and comb.attributes.get("via") == "cluster"
 
 
 def cluster_shape(axis: str, n: int) -> tuple[int, int, int]:

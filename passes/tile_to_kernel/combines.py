@@ -28,10 +28,8 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if not isinstance(op, T.CombineOp):
         return None
     if len(op.over) == 1 and op.over[0] in T.BLOCK_AXES:
-        if op.attributes.get("via") == "cluster":
-            return clusters.why_not(kernel, op)
         if clusters.via_cluster(op):
-            return None
+            return clusters.why_not(kernel, op)
         if partials.via_partials(op):
             return partials.why_not(op)
         return affine_stores(op)

@@ -22,18 +22,16 @@ from irforge import index_expr as ix
 from irforge.ir import Operation
 from irforge.types import TensorType
 
-from . import clusters
-
 SPREAD_WIDTH = 4  # points a thread folds side by side in a combine kernel: 16-byte loads of f32 partials
 
 
 def via_partials(comb: T.CombineOp) -> bool:
     """Whether a combine is materialized by a second kernel (over a block axis, via partials explicitly or because
-    neither atomics nor a cluster can take it)."""
+    atomics cannot take it)."""
     if len(comb.over) != 1 or comb.over[0] not in T.BLOCK_AXES:
         return False
     via = comb.attributes.get("via")
-    return via == "partials" or (via is None and affine_stores(comb) is not None and not clusters.via_cluster(comb))
+    return via == "partials" or (via is None and affine_stores(comb) is not None)
 
 
 def why_not(comb: T.CombineOp) -> str | None:

@@ -1,0 +1,118 @@
+"""Thread block clusters at the kernel level: `cluster(...)` on a kernel.func, `kernel.cluster_barrier` and
+`kernel.cluster_map` (another block's shared buffer) parse, print and verify; the simulator runs a cluster's
+blocks together and catches the mistakes distributed shared memory invites; the CUDA emitter declares the cluster
+and NVRTC compiles it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from irforge.dialects.kernel.simulator import run
+
+from irforge.diagnostics import IRForgeError
+from irforge.parser import parse_module
+from irforge.printer import print_module
+
+
+def _rotate(blocks: int, ranks: int, shift: int, *, first=True, second=True, guard="") -> str:
+    """Each block of a cluster of `ranks` along y publishes its thread ids (plus 100 times its rank) in shared
+    memory and reads those of the block `shift` ranks further; `first`/`second`: the cluster barriers before and
+    after the remote read; `guard`: lines defining %g, a condition only the threads meeting it reach the first
+    barrier under."""
+    barrier = "kernel.cluster_barrier"
+    first_barrier = barrier if not guard else f"{guard}\n  kernel.if %g {{\n    {barrier}\n  }}"
+    return f"""kernel.func @k(%out: !kernel.ptr<f32>) grid({blocks}, {ranks}) block(64) cluster(1, {ranks}) {{
+  %t = kernel.thread_id x
+  %b = kernel.block_id y
+  %buf = kernel.smem f32[64]
+  %v = kernel.cast %t : index to f32
+  %bf = kernel.cast %b : index to f32
+  %h = kernel.const 100.0 : f32
+  %hb = kernel.mul %bf, %h : f32
+  %w = kernel.add %v, %hb : f32
+  kernel.store %w, %buf[%t]
+  {first_barrier if first else ""}
+  %r = kernel.cluster_map %buf, rank (%b + {shift}) mod {ranks}
+  %x = kernel.load %r[%t] : f32
+  {barrier if second else ""}
+  %bx = kernel.block_id x
+  kernel.store %x, %out[(%bx * {ranks} + %b) * 64 + %t]
+}}
+func.func @forward() -> f32[{blocks * ranks * 64}] {{
+  %o = kernel.alloc : f32[{blocks * ranks * 64}]
+  kernel.launch @k(%o)
+  func.return %o
+}}
+"""
+
+
+@settings(max_examples=8, deadline=None)
+@given(blocks=st.integers(1, 3), ranks=st.sampled_from([2, 4, 8]), shift=st.integers(0, 7))
+def test_blocks_read_each_others_shared_memory(blocks, ranks, shift):
+    m = parse_module(_rotate(blocks, ranks, shift))
+    assert parse_module(print_module(m)) is not None and "cluster(1, " in print_module(m)
+    (out,) = run(m)
+    t = np.arange(64)
+    expected = [t + 100 * ((b + shift) % ranks) for _ in range(blocks) for b in range(ranks)]
+    np.testing.assert_array_equal(out, np.concatenate(expected))
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(first=False), "which nothing has written yet"),
+        (dict(second=False), "which has exited"),
+        (
+            dict(guard="%c16 = kernel.const 16 : index\n  %g = kernel.lt %t, %c16 : bool"),
+            "cluster barrier reached by only part of the warp",
+        ),
+    ],
+    ids=["no-barrier-before-the-read", "no-barrier-after-the-read", "barrier-in-divergent-code"],
+)
+def test_the_simulator_catches_cluster_mistakes(kw, message):
+    with pytest.raises(IRForgeError, match=message):
+        run(parse_module(_rotate(1, 4, 1, **kw)))
+
+
+def test_a_remote_read_of_a_write_after_the_barrier_is_a_race():
+    text = _rotate(1, 2, 1).replace(
+        "  %r = kernel.cluster_map",
+        "  %w2 = kernel.add %w, %h : f32\n  kernel.store %w2, %buf[%t]\n  %r = kernel.cluster_map",
+    )
+    with pytest.raises(IRForgeError, match="race"):
+        run(parse_module(text))
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("grid(1, 4)", "grid(1, 6)", r"grid \[1, 6, 1\] is no multiple of its cluster \[1, 4, 1\]"),
+        ("grid(1, 4) block(64) cluster(1, 4)", "grid(1, 16) block(64) cluster(1, 16)", "portable limit is 8"),
+        (" cluster(1, 4)", "", "needs a kernel launched in clusters"),
+        ("kernel.cluster_map %buf,", "kernel.cluster_map %out,", "maps a shared buffer"),
+    ],
+    ids=["grid", "size", "no-cluster", "not-shared"],
+)
+def test_the_verifier_refuses_bad_clusters(old, new, message):
+    text = _rotate(1, 4, 1)
+    assert old in text
+    with pytest.raises(IRForgeError, match=message):
+        parse_module(text.replace(old, new))
+
+
+def test_the_cuda_kernel_declares_its_cluster_and_compiles():
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = parse_module(_rotate(2, 4, 1))
+    run_pipeline(m, "kernel-to-cuda")
+    (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    src = k.attributes["source"]
+    assert "__cluster_dims__(1, 4, 1)" in src and src.count("irf_cluster_sync();") == 2
+    assert "irf_cluster_map(buf, (b + 1) % 4)" in src
+    usage = resource_usage(src, k.attributes["sym_name"], arch="sm_90a")
+    assert usage and not any(u.spills for u in usage.values()), usage
