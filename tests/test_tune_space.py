@@ -147,10 +147,10 @@ def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
     found = leaves(space)
     raw = list(itertools.product(*(d.values for d in space.decisions)))
     brute = {legal_digest(space, v) for v in raw} - {None}
-    assert len(raw) == space.size == 12 * 13 * 3 * 6
+    assert len(raw) == space.size == 12 * 13 * 4 * 6
     assert len({s.digest for s in found}) == len(found)  # merged: no two leaves are one schedule
     assert {s.digest for s in found} == brute
-    assert len(found) < len(raw) / 3  # the 2808 points are far fewer schedules
+    assert len(found) < len(raw) / 3  # the 3744 points are far fewer schedules
     # a rollout's steps (one child at a time, no siblings) refuse exactly the refused points and reach the same IR
     wants = []
     for values in random.Random(0).sample(raw, 60):
