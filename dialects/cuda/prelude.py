@@ -272,7 +272,7 @@ IRF_DEV void irf_cluster_sync() {
 template <typename T>
 IRF_DEV T* irf_cluster_map(T* p, unsigned rank) {
   unsigned long long out;
-  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  asm("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));  // pure
   return reinterpret_cast<T*>(out);
 }
 

@@ -85,7 +85,8 @@ def combine(m, op: T.CombineOp) -> None:
         mine = rows[at : at + len(comps)]
         at += len(comps)
         ids = [kb.const(monoid.identity(element_type(t), i), t) for i, (_, t, _) in enumerate(mine)]
-        with kb.for_(0, n, carries=ids, hint="rank") as lp:
+        # unrolled: the ranks' loads do not depend on the fold, so they can all be in flight at once
+        with kb.for_(0, n, carries=ids, hint="rank", unroll=0) as lp:
             got = []
             for buf, t, flat_t in mine:
                 remote = kb.cluster_map(buf, Val(lp.iv), hint=f"{value_hint(buf) or 'rows'}_of")
