@@ -269,6 +269,27 @@ IRF_DEV void irf_prefetch_l2(const void* p, unsigned bytes) {
 IRF_DEV void irf_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+// The shared::cluster address of `addr` (a shared::cta address) in the block of rank `rank`.
+IRF_DEV unsigned irf_mapa_shared(unsigned addr, unsigned rank) {
+  unsigned out;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+// N (1, 2 or 4) 32-bit elements into another block's shared memory, completing 4 N bytes on its mbarrier `bar`.
+template <int N>
+IRF_DEV void irf_st_async(unsigned addr, const void* v, unsigned bar) {
+  const unsigned* u = reinterpret_cast<const unsigned*>(v);
+  if constexpr (N == 4) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n"
+                 ::"r"(addr), "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]), "r"(bar) : "memory");
+  } else if constexpr (N == 2) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
+                 ::"r"(addr), "r"(u[0]), "r"(u[1]), "r"(bar) : "memory");
+  } else {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+                 ::"r"(addr), "r"(u[0]), "r"(bar) : "memory");
+  }
+}
 template <typename T>
 IRF_DEV T* irf_cluster_map(T* p, unsigned rank) {
   unsigned long long out;

@@ -295,6 +295,10 @@ class KernelBuilder:
     def cluster_barrier(self) -> Operation:
         return self._add(CL.ClusterBarrierOp((), ()))
 
+    def store_async(self, value: Value, mem: Value, idx, bar: Value, bar_i, rank) -> Operation:
+        groups = {"index": list(idx), "bar_index": [bar_i], "rank": [rank]}
+        return self._indexed(CL.StoreAsyncOp, [value, mem, bar], groups)
+
     def cluster_map(self, mem: Value, rank, hint: str | None = None) -> Value:
         return self._indexed(CL.ClusterMapOp, [mem], {"rank": [rank]}, [mem.type], hint=hint)
 

@@ -15,9 +15,13 @@ from irforge.index_expr import AffineMap
 from irforge.ir import OpResult
 from irforge.target import target
 
+from irforge.types import ScalarType, TensorType
+
 from .ops import BareOp, IndexedOp, KernelFuncOp, SmemOp
 from .ops.base import CLUSTER_LIMIT
-from .types import SmemType
+from .types import MbarrierType, SmemType
+
+STORE_ASYNC_BYTES = (4, 8, 16)  # what one st.async moves: a 32-bit element, or a vector of 2 or 4
 
 
 def cluster_dims(kernel: KernelFuncOp) -> tuple[int, int, int]:
@@ -42,6 +46,10 @@ def _in_cluster(op) -> None:
     k = _kernel(op)
     if k is not None and cluster_dims(k) == (1, 1, 1):
         raise op.error("needs a kernel launched in clusters (a kernel.func with cluster(...))")
+
+
+def _shared_op_result(v) -> bool:
+    return isinstance(v, OpResult) and isinstance(v.op, SmemOp)
 
 
 class ClusterBarrierOp(BareOp):
@@ -76,7 +84,7 @@ class ClusterMapOp(IndexedOp):
     def verify_op(self):
         self.verify_indices()
         mem = self.operands[0]
-        if not isinstance(mem.type, SmemType) or not (isinstance(mem, OpResult) and isinstance(mem.op, SmemOp)):
+        if not isinstance(mem.type, SmemType) or not _shared_op_result(mem):
             raise self.error(f"maps a shared buffer (a kernel.smem result), not {mem.type}")
         if self.result.type != mem.type:
             raise self.error(f"result must have the buffer's type {mem.type}, got {self.result.type}")
@@ -86,4 +94,53 @@ class ClusterMapOp(IndexedOp):
         p.write("kernel.cluster_map ", p.value(self.operands[0]), ", rank ", self.fmt(p, "rank"))
 
 
-OPS = (ClusterBarrierOp, ClusterMapOp)
+class StoreAsyncOp(IndexedOp):
+    """`st.async...mbarrier::complete_tx::bytes`: store a value into shared buffer `mem` of the block of rank `rank`
+    in this block's cluster (at `mem[index]`), completing that many transaction bytes on mbarrier `bar[bar_index]`
+    of that block: the receiver learns of the data through its own barrier (it announces the bytes with
+    `expect_tx`), with no cluster barrier between them. A scalar or a contiguous tile of 32-bit elements (moved 4,
+    2 or 1 at a time)."""
+
+    name = "kernel.store_async"
+    operand_names = ("value", "mem", "bar", "*indices")
+    result_names = ()
+    attribute_types = {"index": AffineMap, "bar_index": AffineMap, "rank": AffineMap}
+    num_regions = 0
+    num_fixed = 3
+    index_groups = ("index", "bar_index", "rank")
+
+    def group_sizes(self):
+        return {"index": None, "bar_index": 1, "rank": 1}
+
+    @property
+    def value(self):
+        return self.operands[0]
+
+    @property
+    def mem(self):
+        return self.operands[1]
+
+    @property
+    def bar(self):
+        return self.operands[2]
+
+    def verify_op(self):
+        self.verify_indices()
+        mem, bar, t = self.mem, self.bar, self.value.type
+        if not isinstance(mem.type, SmemType) or not _shared_op_result(mem):
+            raise self.error(f"stores into a shared buffer (a kernel.smem result), not {mem.type}")
+        if not isinstance(bar.type, MbarrierType) or not _shared_op_result(bar):
+            raise self.error(f"completes on an mbarrier array (a kernel.smem result), not {bar.type}")
+        if len(self.exprs("index")) != len(mem.type.shape):
+            raise self.error(f"needs {len(mem.type.shape)} index expression(s) for {mem.type}")
+        elem = t.dtype if isinstance(t, TensorType) else t
+        if not isinstance(elem, ScalarType) or elem != mem.type.dtype or elem.bytes != 4:
+            raise self.error(f"stores {t}: 32-bit elements of the buffer's type {mem.type.dtype}")
+        _in_cluster(self)
+
+    def print_custom(self, p):
+        p.write("kernel.store_async ", p.value(self.value), ", ", p.value(self.mem), "[", self.fmt(p, "index"), "], ")
+        p.write(p.value(self.bar), "[", self.fmt(p, "bar_index"), "], rank ", self.fmt(p, "rank"))
+
+
+OPS = (ClusterBarrierOp, ClusterMapOp, StoreAsyncOp)

@@ -295,6 +295,12 @@ class KernelSyntax:
         (m,), refs = _bind([[rank]], mem.loc)
         return OpAST("kernel.cluster_map", operands=[mem, *refs], attrs={"rank": m})
 
+    def kernel_store_async(self, c):
+        v, mem, idx, bar, bi, rank = c
+        (mi, mb, mr), refs = _bind([idx, [bi], [rank]], mem.loc)
+        attrs = {"index": mi, "bar_index": mb, "rank": mr}
+        return OpAST("kernel.store_async", operands=[v, mem, bar, *refs], attrs=attrs, result_types=[])
+
     def kernel_prefetch_l2(self, c):
         mem, i, n = c
         (mi, mn), refs = _bind([[i], [n]], mem.loc)

@@ -14,6 +14,7 @@ import re
 
 from irforge.dialects.cuda import ops as C
 from irforge.dialects.cuda.prelude import C_TYPES, HALF_TYPES, PRELUDE_NAME
+from irforge.dialects.kernel import cluster as CL
 from irforge.dialects.kernel import dependent_launch as DL
 from irforge.dialects.kernel import fragments
 from irforge.dialects.kernel import ops as K
@@ -478,7 +479,7 @@ class _Emitter(WarpgroupStatements):
         addressed = {
             op.dst if isinstance(op, K.CpAsyncOp) else op.mem
             for op in self.k.walk()
-            if isinstance(op, (K.CpAsyncOp, K.LdmatrixOp))
+            if isinstance(op, (K.CpAsyncOp, K.LdmatrixOp, CL.StoreAsyncOp))
         }
         static, offset = 0, 0
         for op in self.k.body.ops:
@@ -837,6 +838,22 @@ class _Emitter(WarpgroupStatements):
 
     def op_cluster_barrier(self, op):
         self.line("irf_cluster_sync();")
+
+    def op_store_async(self, op):
+        v, t = op.value, op.value.type
+        (rank,) = self.index(op, "rank")
+        (bar_i,) = self.index(op, "bar_index")
+        offset = self.smem_offset(op.exprs("index"), op.index_operands, op.mem.type, scale=4)
+        n = _numel(t)
+        chunk = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+        src = self.name(v) if _is_array(t) else f"&{self.name(v)}"
+        dst = self.smem_address(op.mem, offset)
+        self.line(f"{{ const unsigned irf_dst = irf_mapa_shared({dst}, {rank});")
+        self.line(f"  const unsigned irf_bar = irf_mapa_shared(irf_smem_addr({self.name(op.bar)} + {bar_i}), {rank});")
+        for k in range(0, n, chunk):
+            at = f"irf_dst + {4 * k}" if k else "irf_dst"
+            self.line(f"  irf_st_async<{chunk}>({at}, {src}{f' + {k}' if k else ''}, irf_bar);")
+        self.line("}")
 
     def op_cluster_map(self, op):
         (rank,) = self.index(op, "rank")

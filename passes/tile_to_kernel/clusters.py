@@ -23,10 +23,11 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.kernel import cluster
 from irforge.dialects.kernel.builder import Val
-from irforge.dialects.kernel.types import FragType, SmemType, element_type, per_thread_shape
+from irforge.dialects.kernel.types import FragType, MbarrierType, SmemType, element_type, per_thread_shape
 
 from irforge import index_expr as ix
-from irforge.types import TensorType
+from irforge.ir import Block
+from irforge.types import TensorType, index
 
 from . import memory, partials
 from .emit import combine_values, value_hint
@@ -41,6 +42,12 @@ def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
         return why
     if kernel.axis_size(axis) != n:
         return f"the kernel has {kernel.axis_size(axis)} blocks along {axis}, not the {n} that share the reduction"
+    for lp in T.enclosing_loops(comb):
+        if isinstance(lp, T.ReduceOp) or lp.work_items > lp.units(kernel):
+            return "it runs more than once a thread (its carriers' buffers and barrier serve one combine)"
+    wide = next((r.type for r in comb.results if r.type.bytes != 4), None)
+    if wide is not None:
+        return f"its carrier has {wide} components; blocks exchange 32-bit values"
     if memory.producer_stages(kernel):
         return "a producer warp, which leaves the work to the consumers, would not reach the cluster's barriers"
     return None
@@ -61,44 +68,65 @@ def combine(m, op: T.CombineOp) -> None:
     axis = op.over[0]
     n = m.tk.axis_size(axis)
     kb.op.attributes["cluster"] = cluster_shape(axis, n)
+    me = Val(m.axis(axis))  # the block's rank: the cluster spans the axis
+    bar = m.smem(MbarrierType(1), "carriers_in")
+    _init_at_entry(m, bar)
     row = kb.index(m.linear_thread(), "lin")
-    carriers = []
+    carriers, rows, nbytes = [], [], 0
     for monoid, _, vals in op.carriers:
         comps = []
         for v in vals:
             c = m.get(v)
             if isinstance(c.type, FragType):
                 c = kb.reshape(c, TensorType(c.type.dtype, per_thread_shape(c.type)))
+            width = max(1, TensorType(element_type(c.type), per_thread_shape(c.type)).numel)
+            buf = m.smem(SmemType(element_type(c.type), (n, m.tk.threads, width)), f"{c.name_hint or 'carrier'}_rows")
+            flat = c if width == 1 and not isinstance(c.type, TensorType) else kb.reshape(c, _row(c, width))
+            at = [me, Val(row), ix.Const(0)]
+            _vector(kb.store(flat, buf, at), flat.type)
+            with kb.for_(1, n, hint="to", unroll=0) as lp:
+                kb.store_async(flat, buf, at, bar, ix.Const(0), (me + Val(lp.iv)) % n)
+            rows.append((buf, c.type, flat.type))
+            nbytes += (n - 1) * m.tk.threads * width * element_type(c.type).bytes
             comps.append(c)
         carriers.append((monoid, comps))
-    rows = []
-    for _, comps in carriers:
-        for c in comps:
-            width = max(1, TensorType(element_type(c.type), per_thread_shape(c.type)).numel)
-            buf = m.smem(SmemType(element_type(c.type), (m.tk.threads, width)), f"{c.name_hint or 'carrier'}_rows")
-            flat = c if width == 1 and not isinstance(c.type, TensorType) else kb.reshape(c, _row(c, width))
-            _vector(kb.store(flat, buf, [Val(row), ix.Const(0)]), flat.type)
-            rows.append((buf, c.type, flat.type))
-    kb.cluster_barrier()
+    with kb.if_(kb.scalar("eq", row, kb.const(0, index))) as br, br.then():
+        kb.mbarrier_arrive(bar, ix.Const(0), expect_tx=nbytes)
+    kb.mbarrier_wait(bar, ix.Const(0), ix.Const(0))
     out, at = [], 0
     for monoid, comps in carriers:
         mine = rows[at : at + len(comps)]
         at += len(comps)
         ids = [kb.const(monoid.identity(element_type(t), i), t) for i, (_, t, _) in enumerate(mine)]
-        # unrolled: the ranks' loads do not depend on the fold, so they can all be in flight at once
         with kb.for_(0, n, carries=ids, hint="rank", unroll=0) as lp:
             got = []
             for buf, t, flat_t in mine:
-                remote = kb.cluster_map(buf, Val(lp.iv), hint=f"{value_hint(buf) or 'rows'}_of")
-                ld = kb.load(remote, [Val(row), ix.Const(0)], flat_t)
+                ld = kb.load(buf, [Val(lp.iv), Val(row), ix.Const(0)], flat_t)
                 _vector(ld.owner, flat_t)
                 got.append(ld if flat_t == t else kb.reshape(ld, t))
             lp.yield_(*combine_values(kb, monoid, lp.carries, got))
         out += lp.results
-    kb.cluster_barrier()  # no block exits (its rows gone) or publishes again before the others have read
     for r, v in zip(op.results, out):
         v.name_hint = value_hint(r) or v.name_hint
         m.env[r] = v
+
+
+def _init_at_entry(m, bar) -> None:
+    """The mbarrier initialised by the block's first thread at the kernel's start, then a cluster barrier: no block
+    stores into another's before that block's barrier exists (the cluster's blocks start together, so it costs
+    little there; before the combine it would wait for every block's stores to drain)."""
+    kb = m.kb
+    first = m.linear_thread()
+    entry = Block()
+    with kb.at(entry):
+        lin = kb.index(first, "lin")
+        with kb.if_(kb.scalar("eq", lin, kb.const(0, index))) as br, br.then():
+            kb.mbarrier_init(bar, ix.Const(0), 1)
+        kb.cluster_barrier()
+    for op in list(entry.ops):
+        op.detach()
+        kb.op.body.insert(m.n_top, op)
+        m.n_top += 1
 
 
 def _row(c, width: int) -> TensorType:

@@ -30,7 +30,7 @@ from .async_copies import (
     _phase_done,
     _tma_load,
 )
-from .cluster import _cluster_barrier, _cluster_map
+from .cluster import _cluster_barrier, _cluster_map, _store_async
 from .control import _barrier, _for, _griddep_wait, _if, _prefetch_l2
 from .simple import _axis, _cast, _const, _extract, _index_op, _insert, _lane, _noop, _reduce, _reshape, _smem, _splat
 from .state import WARP, MbarrierArray, SharedBuffer, Warp, _per_thread
@@ -386,6 +386,7 @@ _SIMPLE = {
     DL.GridDepLaunchDependentsOp: _noop,
     DL.PrefetchL2Op: _prefetch_l2,
     CL.ClusterMapOp: _cluster_map,
+    CL.StoreAsyncOp: _store_async,
     K.FragLoadOp: _frag_load,
     K.FragStoreOp: _frag_store,
     K.LdmatrixOp: _ldmatrix,

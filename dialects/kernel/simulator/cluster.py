@@ -113,6 +113,43 @@ def _cluster_map(sim, op, values, mask, w, env):
     values[op.result] = buf if owner is sim else RemoteShared(buf, owner)
 
 
+def _store_async(sim, op, values, mask, w, env):
+    """Each lane's value lands in the receiving block's buffer when that block's mbarrier takes it (its wait, or
+    when nothing else can move): until then the addresses are pending, and a read of them is an error."""
+    from .accesses import _addresses
+    from .state import _per_thread
+
+    (rank,) = sim._index(op, "rank", values, mask, w)
+    (bi,) = sim._index(op, "bar_index", values, mask, w)
+    t = op.value.type
+    data = np.asarray(values[op.value]).reshape(len(mask), -1)
+    nbytes = int(np.prod(_per_thread(t), dtype=np.int64)) * 4
+    blocks = sim.cluster.blocks
+    for lane in np.flatnonzero(mask):
+        r, k = int(rank[lane]), int(bi[lane])
+        if not 0 <= r < len(blocks):
+            raise sim._error(op, f"stores to rank {r}, outside the cluster's {len(blocks)} blocks", w, int(lane))
+        owner = blocks[r]
+        dst, bars = owner.shared[op.mem], owner.shared[op.bar].bars
+        if not 0 <= k < len(bars):
+            raise sim._error(op, f"mbarrier index {k} is outside the array of {len(bars)}", w, int(lane))
+        if not bars[k].initialized:
+            raise sim._error(
+                op,
+                f"completes on an mbarrier of block {tuple(owner.block_idx)} that is not initialised yet (a cluster"
+                " barrier after its init?)",
+                w,
+                int(lane),
+            )
+        one = np.zeros(len(mask), dtype=bool)
+        one[lane] = True
+        a = _addresses(sim, op, "index", dst, values, one, w, t)[lane]
+        if dst.pending[a].any():
+            raise sim._error(op, "stores into shared memory an async copy is still filling", w, int(lane))
+        dst.pending[a] = True
+        bars[k].transactions.append((dst, a, data[lane].copy(), nbytes))
+
+
 # ---- race checks ---------------------------------------------------------------------------------------------------
 def check_remote_read(sim, op, mem: RemoteShared, a, tids, w) -> None:
     owner, buf, e = mem.owner, mem.buffer, sim.cluster.epoch
