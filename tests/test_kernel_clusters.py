@@ -1,7 +1,8 @@
-"""Thread block clusters at the kernel level: `cluster(...)` on a kernel.func, `kernel.cluster_barrier` and
-`kernel.cluster_map` (another block's shared buffer) parse, print and verify; the simulator runs a cluster's
-blocks together and catches the mistakes distributed shared memory invites; the CUDA emitter declares the cluster
-and NVRTC compiles it."""
+"""Thread block clusters at the kernel level: `cluster(...)` on a kernel.func, `kernel.cluster_barrier`,
+`kernel.cluster_map` (another block's shared buffer) and `kernel.store_async` (a store into another block's shared
+memory that completes on its mbarrier) parse, print and verify; the simulator runs a cluster's blocks together and
+catches the mistakes distributed shared memory invites; the CUDA emitter declares the cluster and NVRTC compiles
+it."""
 
 from __future__ import annotations
 
@@ -114,5 +115,103 @@ def test_the_cuda_kernel_declares_its_cluster_and_compiles():
     src = k.attributes["source"]
     assert "__cluster_dims__(1, 4, 1)" in src and src.count("irf_cluster_sync();") == 2
     assert "irf_cluster_map(buf, (b + 1) % 4)" in src
+    usage = resource_usage(src, k.attributes["sym_name"], arch="sm_90a")
+    assert usage and not any(u.spills for u in usage.values()), usage
+
+
+# Every block of a cluster of 4 along y writes t + b (t: its thread, b: its rank) into its slot of a [4, 64, 4]
+# buffer and pushes it into the same slot of the 3 others; each then sums the 4 slots: 4 t + 6 in every block.
+PUSH = """kernel.func @k(%out: !kernel.ptr<f32>) grid(2, 4) block(64) cluster(1, 4) {
+  %rows = kernel.smem f32[4,64,4]
+  %bar = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %b = kernel.block_id y
+  %z = kernel.const 0 : index
+  %first = kernel.eq %t, %z : bool
+  kernel.if %first {
+    kernel.mbarrier_init %bar[0], 1
+  }
+  kernel.cluster_barrier
+  %v = kernel.cast %t : index to f32
+  %bf = kernel.cast %b : index to f32
+  %w = kernel.add %v, %bf : f32
+  %tile = kernel.splat %w : f32[4]
+  kernel.store %tile, %rows[%b, %t, 0]
+  kernel.for %j in 1 .. 4 attributes {unroll = 0} {
+    kernel.store_async %tile, %rows[%b, %t, 0], %bar[0], rank (%b + %j) mod 4
+  }
+  kernel.if %first {
+    kernel.mbarrier_arrive %bar[0] expect_tx 3072
+  }
+  kernel.mbarrier_wait %bar[0], parity 0
+  %s0 = kernel.const 0.0 : f32[4]
+  %s = kernel.for %r in 0 .. 4 carry(%acc <- %s0 : f32[4]) attributes {unroll = 0} {
+    %x = kernel.load %rows[%r, %t, 0] : f32[4]
+    %y = kernel.add %acc, %x : f32[4]
+    kernel.yield %y
+  }
+  %bx = kernel.block_id x
+  %e = kernel.extract %s[0] : f32
+  kernel.store %e, %out[(%bx * 4 + %b) * 64 + %t]
+}
+func.func @forward() -> f32[512] {
+  %o = kernel.alloc : f32[512]
+  kernel.launch @k(%o)
+  func.return %o
+}
+"""
+
+
+def test_blocks_push_their_rows_into_each_other():
+    m = parse_module(PUSH)
+    assert parse_module(print_module(m)) is not None
+    (out,) = run(m)
+    np.testing.assert_array_equal(out, np.tile(4 * np.arange(64) + 6, 8))
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("  kernel.mbarrier_wait %bar[0], parity 0\n", "", "before the async copy into it completed"),
+        ("  kernel.cluster_barrier\n", "", "not initialised yet"),
+        ("expect_tx 3072", "expect_tx 2048", "before the async copy into it completed"),
+    ],
+    ids=["no-wait", "no-barrier-after-the-init", "too-few-bytes-announced"],
+)
+def test_the_simulator_catches_push_mistakes(old, new, message):
+    assert old in PUSH
+    with pytest.raises(IRForgeError, match=message):
+        run(parse_module(PUSH.replace(old, new)))
+
+
+def test_a_store_async_moves_32_bit_elements_into_a_shared_buffer():
+    def kernel(dtype: str, bar: str) -> str:
+        return f"""kernel.func @k() grid(1, 2) block(32) cluster(1, 2) {{
+  %rows = kernel.smem {dtype}[2,32]
+  %bar = kernel.smem mbarrier[1]
+  %t = kernel.thread_id x
+  %v = kernel.cast %t : index to {dtype}
+  kernel.store_async %v, %rows[1, %t], {bar}[0], rank 1
+}}
+"""
+
+    assert parse_module(kernel("f32", "%bar")) is not None
+    with pytest.raises(IRForgeError, match="32-bit elements"):
+        parse_module(kernel("bf16", "%bar"))
+    with pytest.raises(IRForgeError, match="completes on an mbarrier array"):
+        parse_module(kernel("f32", "%rows"))
+
+
+def test_a_pushing_kernel_compiles():
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = parse_module(PUSH)
+    run_pipeline(m, "kernel-to-cuda")
+    (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    src = k.attributes["source"]
+    assert "irf_st_async<4>(irf_dst, tile, irf_bar);" in src and "irf_mapa_shared(rows_addr" in src
     usage = resource_usage(src, k.attributes["sym_name"], arch="sm_90a")
     assert usage and not any(u.spills for u in usage.values()), usage

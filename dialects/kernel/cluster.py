@@ -14,14 +14,11 @@ from __future__ import annotations
 from irforge.index_expr import AffineMap
 from irforge.ir import OpResult
 from irforge.target import target
-
 from irforge.types import ScalarType, TensorType
 
 from .ops import BareOp, IndexedOp, KernelFuncOp, SmemOp
 from .ops.base import CLUSTER_LIMIT
 from .types import MbarrierType, SmemType
-
-STORE_ASYNC_BYTES = (4, 8, 16)  # what one st.async moves: a 32-bit element, or a vector of 2 or 4
 
 
 def cluster_dims(kernel: KernelFuncOp) -> tuple[int, int, int]:

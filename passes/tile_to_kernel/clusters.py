@@ -1,21 +1,29 @@
 """lower-to-kernel's rule for a combine over a block axis that goes `via cluster`: the blocks sharing a split
-reduction are launched as one thread block cluster (sm_90) and fold their partial carriers through distributed
-shared memory, in the kernel itself.
+reduction are launched as one thread block cluster (sm_90) and exchange their partial carriers through
+distributed shared memory, in the kernel itself.
 
-Every thread publishes its partial carrier in its block's shared memory (a row per thread), a cluster barrier, then
-every thread folds the rows of its own position in every block of the cluster, rank by rank (the same order in
-every block, so all of them hold the same result), and a second cluster barrier keeps each block's rows alive until
-the others have read them. The combine's blocks hold the same points (the split axis distributes nothing else), so
-thread t of one block and thread t of another carry partials of the same points, whatever the layout (register
-tiles, mma accumulators). Against `via partials` this saves the second kernel and the partials' round trip
-through global memory (a decode attention's combine kernel took 3.5 us of its 29.4).
+At the kernel's start each block's first thread initialises an mbarrier, and a cluster barrier follows (no block
+may store into another's before that block's barrier exists; the cluster's blocks start together, so it costs
+little there). At the combine every thread writes its partial carrier into its rank's slot of its block's buffers
+(`[ranks, threads, width]`, a row per thread) and pushes it into the same slot of every other block of the
+cluster (`kernel.store_async`: st.async, each store completing its bytes on the receiver's mbarrier); the first
+thread announces the bytes its block will receive, every thread waits for them and folds the slots in rank order
+(the same order in every block, so all of them hold the same result). No cluster barrier at the combine: a
+cluster barrier's release fences every block's memory traffic (on an H100 `barrier.cluster.arrive.release`
+compiles to MEMBAR.ALL.GPU and ERRBAR), and the first version of this rule, which read the other blocks' rows
+between two of them, spent 12% of the decode attention F4's stall samples there (bench/results/
+cluster_stalls-h100-2026-11-28). The combine's blocks hold the same points (the split axis distributes nothing
+else), so thread t of one block and thread t of another carry partials of the same points, whatever the layout
+(register tiles, mma accumulators). It runs once a thread (one mbarrier phase, one set of slots) and moves 32-bit
+values.
 
 It is not the default (a combine without `via` that atomics cannot take goes via partials): the cluster kernels
-ran slower than the two kernels they replace. On an H100 (bench/results/cluster_combine-h100-2026-11-28) the
-decode attention F4 took 31.7 us against 29.4, split-K products 1.9 to 2.9 times as long, f32 prefill attention
-1.2-1.8 times; on an H200 under ncu (cluster_combine_ncu-h200-2026-11-28) F4's one kernel took 24.6 us against
-20.6 + 3.2 for the two, its DRAM throughput 59% against 70% at the same occupancy. `tile-split-reduce`'s
-`via=cluster` asks for it, and the tuner tries it.
+ran slower than the two kernels of `via partials` they replace, though they save the second kernel (3.5 us of
+F4's 29.4). On an H100 (bench/results/cluster_push-h100-2026-11-28) F4 took 30.1-30.6 us against 29.3-29.5,
+F6 67.8-68.3 against 53.9-54.0, the split-K products L12 83 against 56 and L4 27 against 12. Launching F4's first
+kernel in clusters alone, remote memory untouched, cost 0.6 us of it (cluster_launch-h100-2026-11-28), so most
+of the loss is the exchange itself, not found further. `tile-split-reduce`'s `via=cluster` asks for it, and the
+tuner tries it.
 """
 
 from __future__ import annotations
