@@ -154,3 +154,22 @@ def test_scalar_ops_match_the_simulator():
 
     bad = [f"{c.name}: {c.error} {c.detail}" for c in all_scalar_checks() if not c.ok]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", ["reads", "pushes"])
+def test_cluster_blocks_exchange_rows_through_distributed_shared_memory(name):
+    """The kernel-level cluster programs of test_kernel_clusters on the GPU: blocks read each other's rows
+    (`kernel.cluster_map`), or push theirs onto the others' mbarriers (`kernel.store_async`); the outputs are the
+    simulator's, which are checked there against numpy."""
+    from irforge.dialects.kernel.examples import Example
+    from irforge.dialects.kernel.simulator import run
+    from test_kernel_clusters import PUSH, _rotate
+
+    from irforge.parser import parse_module
+    from irforge.runtime.selfcheck import check_example
+
+    ir = PUSH if name == "pushes" else _rotate(3, 4, 1)
+    (expected,) = run(parse_module(ir))
+    ex = Example(f"cluster_{name}", ir, lambda rng: [], lambda ins: [expected.astype(np.float64)], 1e-7, 0)
+    c = check_example(ex, np.random.default_rng(1))
+    assert c.ok, f"{c.name}: error {c.error:.2e} {c.detail}"
