@@ -1,4 +1,4 @@
-"""Thread block clusters (sm_90): blocks launched together on one GPU processing cluster, each able to read the
+"""Thread block clusters (sm_90): blocks launched together on one GPU processing cluster, each able to reach the
 others' shared memory.
 
 A `kernel.func` with `cluster(x, y, z)` is launched in clusters of that many blocks (the grid a multiple of it, at
@@ -6,7 +6,9 @@ most 8 blocks: the portable size). `kernel.cluster_map` names another block's co
 shared memory): loads through it read that block's buffer. `kernel.cluster_barrier` orders accesses across the
 cluster as `kernel.barrier` does across a block: every thread of every block of the cluster arrives (releasing its
 writes) and waits (acquiring theirs). A block may exit only when no other block reads its shared memory any more:
-a barrier after the last remote read. The simulator runs a cluster's blocks together and checks both.
+a barrier after the last remote read. `kernel.store_async` pushes a value into another block's shared memory
+instead, completing on that block's mbarrier, so that the receiver's wait orders it and no cluster barrier is
+needed there. The simulator runs a cluster's blocks together and checks all three.
 """
 
 from __future__ import annotations

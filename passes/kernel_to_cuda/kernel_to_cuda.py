@@ -37,6 +37,7 @@ from irforge.scalar_ops import SCALAR_OPS
 from irforge.target import target
 from irforge.types import ScalarType, TensorType
 
+from .cluster import ClusterStatements
 from .warpgroup import WarpgroupStatements
 
 _MONOID_C = {"add": "({a} + {b})", "mul": "({a} * {b})", "max": "irf_maximum({a}, {b})", "min": "irf_minimum({a}, {b})"}
@@ -127,9 +128,9 @@ def emit_kernel(kernel: K.KernelFuncOp) -> C.CudaKernelOp:
     return C.CudaKernelOp((), (), attrs, loc=kernel.loc)
 
 
-def _needs_sm90(op: Operation, what: str = "programmatic dependent launch") -> None:
+def _needs_sm90(op: Operation) -> None:
     if target().sm < 90:
-        raise op.error(f"needs sm_90 or later ({what}), and the target is {target().arch}")
+        raise op.error(f"needs sm_90 or later (programmatic dependent launch), and the target is {target().arch}")
 
 
 def origin(loc: Location) -> str | None:
@@ -341,7 +342,7 @@ def _broadcast_index(i: str, shape, operand_shape) -> str:
     return " + ".join(reversed(terms)) or "0"
 
 
-class _Emitter(WarpgroupStatements):
+class _Emitter(WarpgroupStatements, ClusterStatements):
     def __init__(self, kernel: K.KernelFuncOp):
         self.k = kernel
         self.index_t = "long long" if kernel.attributes.get("index_bits", 32) == 64 else "int"
@@ -450,14 +451,6 @@ class _Emitter(WarpgroupStatements):
         if not params:
             head[-1] += ") {"
         return "\n".join([*head, *self.lines, "}"]) + "\n"
-
-    def cluster_dims(self) -> str:
-        """`__cluster_dims__(x, y, z) ` for a kernel launched in clusters (a launch needs nothing more), else ''."""
-        cluster = self.k.attributes.get("cluster")
-        if cluster is None:
-            return ""
-        _needs_sm90(self.k, "thread block clusters")
-        return f"__cluster_dims__({', '.join(map(str, cluster))}) "
 
     def kernel_name(self) -> str:
         raw = self.k.attributes["sym_name"]
@@ -835,30 +828,6 @@ class _Emitter(WarpgroupStatements):
 
     def op_barrier(self, op):
         self.line("__syncthreads();")
-
-    def op_cluster_barrier(self, op):
-        self.line("irf_cluster_sync();")
-
-    def op_store_async(self, op):
-        v, t = op.value, op.value.type
-        (rank,) = self.index(op, "rank")
-        (bar_i,) = self.index(op, "bar_index")
-        offset = self.smem_offset(op.exprs("index"), op.index_operands, op.mem.type, scale=4)
-        n = _numel(t)
-        chunk = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
-        src = self.name(v) if _is_array(t) else f"&{self.name(v)}"
-        dst = self.smem_address(op.mem, offset)
-        self.line(f"{{ const unsigned irf_dst = irf_mapa_shared({dst}, {rank});")
-        self.line(f"  const unsigned irf_bar = irf_mapa_shared(irf_smem_addr({self.name(op.bar)} + {bar_i}), {rank});")
-        for k in range(0, n, chunk):
-            at = f"irf_dst + {4 * k}" if k else "irf_dst"
-            self.line(f"  irf_st_async<{chunk}>({at}, {src}{f' + {k}' if k else ''}, irf_bar);")
-        self.line("}")
-
-    def op_cluster_map(self, op):
-        (rank,) = self.index(op, "rank")
-        mem, r = op.operands[0], op.result
-        self.line(f"{self.ctype(r.type.dtype)}* {self.name(r)} = irf_cluster_map({self.name(mem)}, {rank});")
 
     def op_fence_proxy_async(self, op):
         self.line("irf_fence_proxy_async();")

@@ -2,7 +2,8 @@
 releases when every warp of every block of the cluster waits at it, and loads through `kernel.cluster_map` read
 another block's shared buffer, checked like local reads but at the cluster's barriers: a remote read must follow
 the write by a cluster barrier, a write must not overwrite what another block read since the last one, and a
-block's shared memory is gone once the block has exited."""
+block's shared memory is gone once the block has exited. A `kernel.store_async` lands in the receiving block when
+its mbarrier takes it (at its wait, or when nothing else can move), like a TMA copy: read before, it is an error."""
 
 from __future__ import annotations
 
