@@ -357,11 +357,12 @@ def test_split_reductions_materialize_via_partials_atomics_or_a_cluster(via, sha
 
 def test_without_via_a_combine_takes_atomics_else_partials_and_a_cluster_only_when_asked():
     """The default: an affine epilogue goes through atomics, another through a second kernel (clusters ran slower:
-    clusters.py); `via cluster` needs sm_90 and at most 8 shares, and says so where it cannot have them."""
+    clusters.py); `via cluster` needs sm_90, at most 8 shares and room for their carriers in shared memory, and
+    says so where it cannot have them."""
     from irforge.target import Target, use_target
 
-    def kernels(splits, via, arch="sm_90a"):
-        with use_target(Target(arch=arch)):
+    def kernels(splits, via, target=None):
+        with use_target(target or Target()):
             m = _split_row_sum(2, splits, via, "%t = scalar.exp %t0 : f32", "%t")
             run_pipeline(m, "tile-to-kernel")
             return [op.attributes["sym_name"] for op in m.body.ops if op.name == "kernel.func"]
@@ -369,9 +370,12 @@ def test_without_via_a_combine_takes_atomics_else_partials_and_a_cluster_only_wh
     assert kernels(4, "") == ["k_partial", "k_combine"]
     assert kernels(4, "cluster") == ["k"]
     with pytest.raises(IRForgeError, match="need sm_90 or later"):
-        kernels(4, "cluster", "sm_80")
+        kernels(4, "cluster", Target(arch="sm_80"))
     with pytest.raises(IRForgeError, match="more than a cluster holds"):
         kernels(16, "cluster")
+    # 4 blocks x 32 threads x a sum of 4 bytes: 512 bytes of shared memory for the carriers
+    with pytest.raises(IRForgeError, match="take 512 bytes of shared memory, more than a block"):
+        kernels(4, "cluster", Target(smem_per_block=500))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
