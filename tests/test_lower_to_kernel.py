@@ -376,6 +376,21 @@ def test_without_via_a_combine_takes_atomics_else_partials_and_a_cluster_only_wh
     # 4 blocks x 32 threads x a sum of 4 bytes: 512 bytes of shared memory for the carriers
     with pytest.raises(IRForgeError, match="take 512 bytes of shared memory, more than a block"):
         kernels(4, "cluster", Target(smem_per_block=500))
+    # a second split, over z, also via a cluster: one launch has one cluster shape
+    two = str(_split_row_sum(2, 4, "cluster", "", "%t0")).replace("grid(2, 4)", "grid(2, 4, 2)")
+    assert "tile.store %y[%a] = %t0" in two
+    two = two.replace(
+        "tile.store %y[%a] = %t0",
+        """%zs = tile.reduce %zz in 0..2 by blockIdx.z add(0.0) -> f32 {
+        %zv = tile.load %x[%a, %zz]
+        tile.yield %zv
+      }
+      %zt = tile.combine add(%zs) over blockIdx.z via cluster : f32
+      %t = scalar.add %t0, %zt : f32
+      tile.store %y[%a] = %t""",
+    )
+    with pytest.raises(IRForgeError, match=r"over blockIdx\.y and blockIdx\.z; a launch has one cluster shape"):
+        run_pipeline(parse_module(two), "tile-to-kernel")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))

@@ -51,6 +51,9 @@ def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
     why = cluster.why_not(n)
     if why is not None:
         return why
+    axes = {c.over[0] for c in kernel.walk() if isinstance(c, T.CombineOp) and via_cluster(c)}
+    if len(axes) > 1:
+        return f"the kernel combines via clusters over {' and '.join(sorted(axes))}; a launch has one cluster shape"
     if kernel.axis_size(axis) != n:
         return f"the kernel has {kernel.axis_size(axis)} blocks along {axis}, not the {n} that share the reduction"
     per_thread = 1  # the carrier's elements a thread holds: one work item of each enclosing loop
