@@ -254,3 +254,31 @@ def test_split_decode_attention_folds_through_a_cluster_when_asked(dtype, group)
     assert "__cluster_dims__(1, " in ck.attributes["source"]
     usage = resource_usage(ck.attributes["source"], ck.attributes["sym_name"], arch="sm_90a")
     assert not any(u.spills for u in usage.values()), usage
+
+
+@pytest.mark.parametrize("dtype, group, splits", [(bf16, 8, 4), (f16, 4, 2)])
+def test_decode_attention_sliced_among_warps_matches_the_loop_interpreter(dtype, group, splits):
+    """`tile-split-reduce{across=warps}`: a decode step's cache is shared among a block's warps (each takes every
+    `splits`-th chunk of the staged slab, so the block still stages one slab a trip) and their (m, l, O) carriers
+    (mma accumulators) fold through shared memory in the kernel itself: one kernel, one block per head, and the
+    kernel simulator agrees with the loop interpreter; the kernel compiles for sm_90a without spills."""
+    from irforge.dialects.cuda import ops as C
+
+    from irforge.runtime.nvrtc import resource_usage
+
+    m = loopgen.attention_module(
+        batch=1, kv_heads=2, group=group, queries=1, keys=512, e=64, ev=64, scale=0.125, dtype=dtype
+    )
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    option = f"tile-split-reduce{{splits={splits} across=warps}}"
+    passes = [option if p == "tile-split-reduce" else p for p in _passes("loop-to-tile")]
+    run_pipeline(m, ",".join(passes))
+    run_pipeline(m, "tile-to-kernel")
+    (k,) = [op for op in m.body.ops if isinstance(op, K.KernelFuncOp)]
+    assert k.attributes["block"] == (32, splits, 1) and k.attributes["grid"][1:] == (1, 1)
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+    run_pipeline(m, "kernel-to-cuda")
+    (ck,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    usage = resource_usage(ck.attributes["source"], ck.attributes["sym_name"], arch="sm_90a")
+    assert not any(u.spills for u in usage.values()), usage

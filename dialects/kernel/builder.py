@@ -199,11 +199,13 @@ class KernelBuilder:
         a = dict(zip(groups, maps)) | dict(attrs or {})
         return self._add(cls([*fixed, *vals], list(result_types), a), hint)
 
-    def load(self, mem: Value, idx, t, hint: str | None = None) -> Value:
-        return self._indexed(K.LoadOp, [mem], {"index": list(idx)}, [t], hint=hint)
+    def load(self, mem: Value, idx, t, hint: str | None = None, strides=None) -> Value:
+        attrs = {"strides": tuple(strides)} if strides is not None else {}
+        return self._indexed(K.LoadOp, [mem], {"index": list(idx)}, [t], attrs, hint)
 
-    def store(self, value: Value, mem: Value, idx) -> Operation:
-        return self._indexed(K.StoreOp, [value, mem], {"index": list(idx)})
+    def store(self, value: Value, mem: Value, idx, strides=None) -> Operation:
+        attrs = {"strides": tuple(strides)} if strides is not None else {}
+        return self._indexed(K.StoreOp, [value, mem], {"index": list(idx)}, attrs=attrs)
 
     def atomic(self, kind: str, value: Value, mem: Value, idx, strides=None) -> Operation:
         attrs = {"kind": kind} | ({"strides": tuple(strides)} if strides is not None else {})

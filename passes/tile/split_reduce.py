@@ -43,6 +43,7 @@ class TileSplitReduce(Pass):
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
     via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
+    across: str = option("blocks", domain=Choices(("blocks", "warps")), help="what shares the reduction")
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
@@ -67,8 +68,8 @@ class TileSplitReduce(Pass):
             if s > 1 and (r.extents[0] // s) % step:
                 self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
             elif s > 1:
-                comb = split(op, r, shared, s)
-                if self.via != "auto":
+                comb = split(op, r, shared, s, self.across)
+                if self.via != "auto" and self.across == "blocks":
                     comb.attributes["via"] = self.via
 
     def _shares(self, kernel: T.KernelOp, r: T.ReduceOp) -> int:
@@ -112,10 +113,15 @@ def _free_block_axis(kernel: T.KernelOp) -> str | None:
     return next((a for a in T.BLOCK_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
 
 
-def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits: int) -> T.CombineOp:
+def _free_warp_axis(kernel: T.KernelOp) -> str | None:
+    used = T.axes_used_within(kernel)
+    return next((a for a in T.THREAD_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
+
+
+def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits: int, across: str = "blocks") -> T.CombineOp:
     """Cut `r` into `splits` shares over a free block axis (taking `shared`, its combine over threads, into each
     share); returns the combine over blocks that completes them."""
-    axis = _free_block_axis(kernel)
+    axis = _free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)
     share = r.extents[0] // splits
     part = shared or r  # what each share yields: the block's carrier
     types = [res.type for res in part.results]
@@ -139,7 +145,10 @@ def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits:
             if not outer.is_ancestor_of(user):
                 user.set_operand(i, new)
     r.attributes["extent"] = share
-    substitute(r, {r.iv: indexing.ValueDim(outer.iv) * share + indexing.ValueDim(r.iv)}, r)
+    if across == "blocks":
+        substitute(r, {r.iv: indexing.ValueDim(outer.iv) * share + indexing.ValueDim(r.iv)}, r)
+    else:
+        substitute(r, {r.iv: indexing.ValueDim(r.iv) * splits + indexing.ValueDim(outer.iv)}, r)
     kernel.set_axis_size(axis, splits)
     block = comb.parent.ops
     for lp in block[block.index(comb) + 1 :]:  # the blocks of a point share its later thread loops too

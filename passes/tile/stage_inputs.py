@@ -104,7 +104,7 @@ def _together(r: T.ReduceOp) -> bool:
     k = T.kernel_of(r)
     for lp in T.enclosing_loops(r):
         on_threads = any(a in T.THREAD_AXES for a in lp.bind)
-        if isinstance(lp, T.ReduceOp) and (on_threads or lp.vector > 1):
+        if isinstance(lp, T.ReduceOp) and lp.vector > 1:
             return False
         if on_threads and not lp.one_item_a_unit(k):
             return False

@@ -6,6 +6,7 @@ distributed shared memory (`clusters.py`) or a second kernel (`partials.py`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from irforge.dialects import tile as T
@@ -18,7 +19,7 @@ from irforge.dialects.tile.vectors import Lanes
 from irforge import index_expr as ix
 from irforge.ir import Operation, Value
 from irforge.target import target
-from irforge.types import index
+from irforge.types import TensorType, index
 
 from . import clusters, partials
 from .emit import combine_values, value_hint
@@ -33,8 +34,13 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         if partials.via_partials(op):
             return partials.why_not(op)
         return affine_stores(op)
+    if op.over == ("threadIdx.y",):
+        return _why_not_over_warps(kernel, op)
     if op.over != ("threadIdx.x",):
-        return f"combines over {', '.join(op.over)}; only combines over threadIdx.x or one block axis are materialized"
+        return (
+            f"combines over {', '.join(op.over)}; only combines over threadIdx.x, threadIdx.y or one block axis are "
+            "materialized"
+        )
     bx = kernel.axis_size("threadIdx.x")
     if bx & (bx - 1):
         return f"combines over {bx} threads along threadIdx.x; the shuffle ladder needs a power of two"
@@ -148,8 +154,13 @@ def combine(m, op: T.CombineOp) -> None:
             m.affine[r] = Affine(m.get(v))
             m.env[r] = m.affine[r].partial
         return
-    n = m.tk.axis_size("threadIdx.x")
     carriers = [(monoid, [m.get(v) for v in vals]) for monoid, _, vals in op.carriers]
+    if op.over == ("threadIdx.y",):
+        carriers = _over_warps(m, carriers)
+        for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
+            m.env[r] = v
+        return
+    n = m.tk.axis_size("threadIdx.x")
     if n == 1:  # one thread along x: its carrier is the combine
         for r, v in zip(op.results, op.operands):
             m.env[r] = m.env[v]
@@ -164,6 +175,46 @@ def combine(m, op: T.CombineOp) -> None:
     for r, v in zip(op.results, [v for _, comps in carriers for v in comps]):
         v.name_hint = value_hint(r) or v.name_hint
         m.env[r] = v
+
+
+# ---- across the warps of a block ----------------------------------------------------------------------------------
+# A reduction sliced among warps (`tile-split-reduce across=warps`): the threads of every row along threadIdx.y hold
+# the same points in the same registers (each row of warps runs the same layout on its own share), so the carriers
+# fold element by element across the rows: each thread's carriers into shared memory as [row, element, thread]
+# (consecutive threads in consecutive banks), one barrier, every thread folding its column's rows in order.
+def _why_not_over_warps(kernel: T.KernelOp, op: T.CombineOp) -> str | None:
+    if kernel.axis_size("threadIdx.z") > 1:
+        return "combines over threadIdx.y in a block with threads along z"
+    if any("threadIdx.y" in lp.bind for lp in T.enclosing_loops(op)):
+        return "combines over threadIdx.y inside a loop distributed over it"
+    return None
+
+
+def _over_warps(m, carriers):
+    kb = m.kb
+    rows, width = m.tk.axis_size("threadIdx.y"), m.tk.axis_size("threadIdx.x")
+    ty, tx = m.axis("threadIdx.y"), m.axis("threadIdx.x")
+    slots = []
+    for _, comps in carriers:
+        for c in comps:
+            shape = c.type.shape if isinstance(c.type, TensorType) else ()
+            n = math.prod(shape)
+            buf = m.smem(SmemType(element_type(c.type), (rows, n, width)), "partial")
+            strides = tuple(math.prod(shape[d + 1 :]) * width for d in range(len(shape))) if shape else None
+            kb.store(c, buf, [Val(ty), 0, Val(tx)], strides=strides)
+            slots.append((buf, c.type, strides))
+    kb.barrier()
+    out, at = [], 0
+    for monoid, comps in carriers:
+        mine = slots[at : at + len(comps)]
+        at += len(comps)
+        acc = [kb.load(buf, [0, 0, Val(tx)], t, strides=s) for buf, t, s in mine]
+        with kb.for_(1, rows, carries=acc, hint="row") as lp:
+            got = [kb.load(buf, [Val(lp.iv), 0, Val(tx)], t, strides=s) for buf, t, s in mine]
+            lp.yield_(*combine_values(kb, monoid, lp.carries, got))
+        out.append((monoid, lp.results))
+    kb.barrier()  # the partials are read before a later combine may overwrite them
+    return out
 
 
 def _butterfly(m, carriers, width: int):

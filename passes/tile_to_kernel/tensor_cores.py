@@ -52,7 +52,8 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return f"is laid out on {atom}, which {target().arch} does not have (mma.sync needs sm_80)"
     # the block's threads along x, one work item each (a warp's ghost rows on the atoms' top half: whole warps)
     lanes = -(-op.work_items // target().warp_size) * target().warp_size
-    if op.bind != ("threadIdx.x",) or kernel.attributes["block"] != (lanes, 1, 1):
+    sliced = kernel.axis_size("threadIdx.y") if _sliced_within(op) else 1
+    if op.bind != ("threadIdx.x",) or kernel.attributes["block"] != (lanes, sliced, 1):
         return (
             f"is laid out on {atom}, so its {op.work_items} work items must be the block's threads along x, one each "
             f"(the block is {list(kernel.attributes['block'])})"
@@ -66,6 +67,12 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
     if rows in fragments.TOP_ROWS and not isinstance(ops, fragments.AttentionOperands):
         return f"is laid out on {atom} in warp tiles of {rows} rows (the atoms' top halves), built for attention only"
     return None
+
+
+def _sliced_within(loop: T.ForOp) -> bool:
+    """Whether a reduction inside `loop` is sliced among warps along threadIdx.y (`tile-split-reduce
+    across=warps`): each warp then runs the loop's whole layout on its own share of the reduction."""
+    return any(isinstance(r, T.ReduceOp) and r.bind == ("threadIdx.y",) for r in loop.walk())
 
 
 def _tensorized(r: T.ReduceOp) -> tuple[T.ForOp, T.ReduceOp] | None:
