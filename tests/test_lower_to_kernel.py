@@ -355,6 +355,46 @@ def test_split_reductions_materialize_via_partials_atomics_or_a_cluster(via, sha
     np.testing.assert_allclose(interpret(m, seed=3)[0], expected[0], rtol=1e-5, atol=1e-5)
 
 
+# ---- reductions sliced among a block's warps ---------------------------------------------------------------------
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.sampled_from([(1, 256), (2, 512), (3, 1024)]), st.sampled_from([2, 4, 8]), st.sampled_from(["sum", "softmax"])
+)
+def test_reductions_sliced_among_warps_fold_through_shared_memory(shape, splits, program):
+    """`tile-split-reduce across=warps` on rows a block's 32 lanes share: each warp along threadIdx.y folds a
+    contiguous share of the row, the warps' carriers (a sum, softmax's (max, sum)) fold through shared memory, and a
+    softmax's write-back after the combine is dealt over all the block's threads; the tile interpreter and the
+    kernel simulator give the loop interpreter's answer."""
+    from loopgen import softmax, tensor_module
+
+    from irforge.types import TensorType, f32
+
+    rows, cols = shape
+
+    def build(b, x):
+        return [softmax(b, x, 1)] if program == "softmax" else [b.ew("exp", b.ew("mul", b.reduce("add", x, [1]), 0.01))]
+
+    m = tensor_module([TensorType(f32, (rows, cols))], ["x"], build)
+    run_pipeline(m, "tensor-to-loop")
+    expected = interpret(m, seed=1)
+    options = {"tile-cooperative-reduce": "{threads=32}", "tile-split-reduce": f"{{splits={splits} across=warps}}"}
+    run_pipeline(m, ",".join(p + options.get(p, "") for p in _loop_to_tile_passes()))
+    (k,) = [op for op in m.walk() if isinstance(op, T.KernelOp)]
+    assert k.attributes["block"] == (32, splits, 1)
+    combines = [op for op in k.walk() if isinstance(op, T.CombineOp)]
+    assert [c.over for c in combines] == [("threadIdx.x",), ("threadIdx.y",)]
+    np.testing.assert_allclose(interpret(m, seed=1)[0], expected[0], rtol=1e-5, atol=1e-6)
+    run_pipeline(m, "tile-to-kernel")
+    np.testing.assert_allclose(interpret(m, seed=1)[0], expected[0], rtol=1e-5, atol=1e-6)
+
+
+def _loop_to_tile_passes() -> list[str]:
+    from irforge.registry import registry
+
+    lines = [ln.split("#")[0].strip() for ln in registry().pipelines()["loop-to-tile"].text.splitlines()]
+    return [p.strip() for p in "".join(lines).split(",") if p.strip()]
+
+
 def test_without_via_a_combine_takes_atomics_else_partials_and_a_cluster_only_when_asked():
     """The default: an affine epilogue goes through atomics, another through a second kernel (clusters ran slower:
     clusters.py); `via cluster` needs sm_90, at most 8 shares and room for their carriers in shared memory, and

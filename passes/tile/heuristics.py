@@ -147,6 +147,13 @@ ATTENTION_MMA_BLOCKS_PER_SM = 3
 # keys, head dimension 64) 51 us on the SIMT path, 39.1 on the atoms toward 8 blocks, 38.3 toward 4; F6 (Qwen2.5's
 # groups of 7, 128) 112 -> 68.7 -> 66.8 us; F5 (one sequence) 16.1 -> 13.3 us either way.
 DECODE_MMA_BLOCKS_PER_SM = 4
+# ... unless its blocks already fill a wave (WAVE_FILL: one per KV head of a batch of 32 sequences), where the keys are
+# sliced among DECODE_SLICE_WARPS warps of each block instead (`tile-split-reduce across=warps`), which fold their
+# carriers through shared memory in the same kernel: no second kernel to combine the shares, and rings of
+# DECODE_SLICE_RING slabs of all the warps' chunks. On an H200 (bench/results/decode_sliced-h200-2026-11-28): F4
+# 23.0 -> 22.2 us, F6 44.6 -> 39.7 (2 warps in rings of 4: 40.3; 4 in rings of 2: 43.1; 8: slower).
+DECODE_SLICE_WARPS = 4
+DECODE_SLICE_RING = 3
 # ... in chunks of keys whose K slab takes DECODE_MMA_SLAB_BYTES at most (64 keys of a head dimension of 64, 32 of
 # 128), so that rings of RING such chunks of K and V leave room for 4 blocks a multiprocessor.
 DECODE_MMA_SLAB_BYTES = 8192
@@ -536,6 +543,21 @@ class Heuristic:
             chunk //= 2
         return chunk if chunk < k else 1
 
+    def split_across(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> str:
+        """What shares a split reduction: `warps` for decode attention on the atoms' top halves whose blocks fill a
+        wave already (DECODE_SLICE_WARPS), else `blocks`."""
+        blocks = kernel.axis_size("blockIdx.x") * kernel.axis_size("blockIdx.y") * kernel.axis_size("blockIdx.z")
+        sms = target().sm_count
+        decode = _recomputes_a_in(reduce) and _tensorized_tile(reduce) in fragments.TOP_ROWS
+        fills = WAVE_FILL * sms <= blocks <= sms
+        if decode and fills and reduce.extents[0] // DECODE_SLICE_WARPS >= ATTENTION_MIN_SHARE:
+            return "warps"
+        return "blocks"
+
+    def warp_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
+        """Warps sharing one reduction sliced among them (`split_across`)."""
+        return DECODE_SLICE_WARPS
+
     def reduce_splits(self, kernel: T.KernelOp, reduce: T.ReduceOp) -> int:
         """Blocks sharing one reduction. A contraction's: the split whose block count comes nearest (by ratio;
         the larger on a tie) to SPLIT_BLOCKS_PER_SM blocks for each multiprocessor, and at least DEEP_SPLIT while
@@ -688,6 +710,9 @@ class Heuristic:
             attention = next((r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)), None)
             if attention is not None and _decode_attention(attention):
                 return DECODE_RING
+        sliced = any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.y",) for c in kernel.walk())
+        if sliced and _attention_on_atoms(kernel):
+            return DECODE_SLICE_RING
         if _attention_on_atoms(kernel):
             top = (r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _tensorized_tile(r) in fragments.TOP_ROWS)
             if any(_recomputes_a_in(r) for r in top):

@@ -18,7 +18,8 @@ class TileMultiBuffer(Pass):
     that runs more than once gets `ring stages`: trip k copies into buffer k mod stages. Materialized, the barrier
     before each copy goes (the buffer it overwrites was read `stages` trips ago, behind a barrier since), and with
     `tile-pipeline` the copies of the next trips fly while this one computes. A stage that has a ring is left alone
-    (idempotent); one whose ring would not fit the block's shared memory keeps one buffer.
+    (idempotent). A ring that would not fit the block's shared memory shrinks to the deepest that does (the
+    heuristic's; one of `stages` asked for stays as asked or is not made).
     """
 
     name = "tile-multi-buffer"
@@ -34,7 +35,10 @@ class TileMultiBuffer(Pass):
         for st in [s for s in op.walk() if isinstance(s, T.StageOp)]:
             if st.ring > 1 or st.why_not_ring() or st.parent_op.work_items < 2:
                 continue
+            slot = math.prod(st.box) * st.result.type.dtype.bytes
+            fits = lambda n: staged_bytes(op) + slot * (n - 1) <= target().smem_per_block
             ring = self.stages or heuristic().ring(op, st)
-            extra = math.prod(st.box) * st.result.type.dtype.bytes * (ring - 1)
-            if ring > 1 and staged_bytes(op) + extra <= target().smem_per_block:
+            if not self.stages:  # the heuristic's ring, or the deepest that fits under it
+                ring = max((n for n in range(2, ring + 1) if fits(n)), default=1)
+            if ring > 1 and fits(ring):
                 st.attributes["ring"] = ring

@@ -5,16 +5,17 @@ from irforge.dialects.kernel import cluster
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import affine_stores
-from irforge.passes.tile.chunk_reduce import identity_init
+from irforge.passes.tile.chunk_reduce import identity_init, is_chunk
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
+from irforge.target import target
 
 
 class TileSplitReduce(Pass):
-    """Split a reduction across blocks (split-K, split-row) and combine the blocks' partial carriers.
+    """Split a reduction across blocks or a block's warps (split-K, sliced-K, split-row) and combine the shares.
 
     Where a kernel has too few output tiles (or rows) to fill the GPU, the outermost reduction of a point (a
     contraction's K, a long row's) is cut into `splits` contiguous shares: an outer `tile.reduce` over the shares
@@ -29,9 +30,19 @@ class TileSplitReduce(Pass):
     first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
     online one included), `cluster` (the shares' blocks, one thread block cluster on sm_90, fold their carriers
     through distributed shared memory in the kernel itself: any monoid, at most 8 shares), `auto` (atomics where
-    they can, else partials). A reduction with a non-identity init, or one already
-    split, is left alone (idempotent: a reduction distributed over a block axis is a split one), and so is a
-    tensor-core contraction whose shares would not be whole atom steps.
+    they can, else partials).
+
+    `across=warps` slices the reduction among a block's warps instead (CUTLASS's sliced-K): the shares go over a
+    thread axis nothing uses (threadIdx.y), contiguous shares again but for a chunked reduction, of which each warp
+    takes every `splits`-th chunk (at each trip the warps read neighbouring chunks, which `tile-stage-inputs` then
+    stages as one box for the whole block), and the
+    `tile.combine ... over threadIdx.y` folds the warps' carriers through shared memory in the kernel itself: for
+    a kernel whose blocks already fill the GPU but whose warps are too few to keep its memory busy (decode attention
+    of a batch). `auto` slices where passes/tile/heuristics.py says so (`split_across`), else splits across blocks.
+
+    A reduction with a non-identity init, or one already split, is left alone (idempotent: a reduction distributed
+    over a block axis, or over threadIdx.y holding its share, is a split one), and so is a tensor-core contraction
+    whose shares would not be whole atom steps.
     """
 
     name = "tile-split-reduce"
@@ -43,12 +54,22 @@ class TileSplitReduce(Pass):
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
     via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
-    across: str = option("blocks", domain=Choices(("blocks", "warps")), help="what shares the reduction")
+    across: str = option(
+        "auto",
+        domain=Choices(("auto", "blocks", "warps")),
+        help="what shares the reduction: blocks, a block's warps along threadIdx.y (auto: passes/tile/heuristics.py)",
+    )
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return None
-        for r, shared in candidates(op):
+        if self.across == "warps" and candidates(op, "warps"):
+            if _free_warp_axis(op) is None:
+                return "across=warps: the kernel has no thread axis to spare (threadIdx.y and z are taken)"
+            n = op.threads * (self.splits or heuristic().warp_splits(op, candidates(op, "warps")[0][0]))
+            if n > target().max_threads:
+                return f"across=warps: the block would have {n} threads (the limit is {target().max_threads})"
+        for r, shared in candidates(op, self._across(op, None)):
             if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
             shares = self._shares(op, r)
@@ -63,32 +84,43 @@ class TileSplitReduce(Pass):
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return
         for r, shared in candidates(op):
-            s = self._shares(op, r)
+            across = self._across(op, r)
+            if across == "warps" and (_free_warp_axis(op) is None or not candidates(op, across)):
+                across = "blocks"  # no thread axis to spare: what auto picked falls back to blocks
+            s = self._shares(op, r, across)
             step = fragments.atom_step(r)
             if s > 1 and (r.extents[0] // s) % step:
                 self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
+            elif s > 1 and across == "warps" and op.threads * s > target().max_threads:
+                self.remark(r, f"not sliced among {s} warps: the block would pass {target().max_threads} threads")
             elif s > 1:
-                comb = split(op, r, shared, s, self.across)
-                if self.via != "auto" and self.across == "blocks":
+                comb = split(op, r, shared, s, across)
+                if self.via != "auto" and across == "blocks":
                     comb.attributes["via"] = self.via
 
-    def _shares(self, kernel: T.KernelOp, r: T.ReduceOp) -> int:
+    def _across(self, kernel: T.KernelOp, r: T.ReduceOp | None) -> str:
+        if self.across != "auto":
+            return self.across
+        return "blocks" if r is None else heuristic().split_across(kernel, r)
+
+    def _shares(self, kernel: T.KernelOp, r: T.ReduceOp, across: str = "blocks") -> int:
         """How many shares `r` is cut into (1: left alone)."""
-        s = self.splits or heuristic().reduce_splits(kernel, r)
+        h = heuristic()
+        s = self.splits or (h.warp_splits(kernel, r) if across == "warps" else h.reduce_splits(kernel, r))
         return s if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s else 1
 
 
-def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]]:
+def candidates(kernel: T.KernelOp, across: str = "blocks") -> list[tuple[T.ReduceOp, T.CombineOp | None]]:
     """(reduction, the combine over threads right after it or None): outermost reductions of a point, not
     vectorized, distributed over thread axes only if a combine over them completes them, their inits the monoids'
-    identities, in a kernel with a block axis to spare."""
-    if _free_block_axis(kernel) is None:
+    identities, in a kernel with a block axis (across=warps: a thread axis) to spare."""
+    if (_free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)) is None:
         return []
     out = []
     for r in kernel.walk():
         if not isinstance(r, T.ReduceOp) or r.vector > 1 or any(a in T.BLOCK_AXES for a in r.bind):
             continue
-        if any(isinstance(a, T.ReduceOp) for a in r.ancestors()):
+        if any(isinstance(a, T.ReduceOp) for a in r.ancestors()) or _sliced(r):
             continue
         if tuple(r.attributes["init"]) != identity_init(r):
             continue
@@ -97,6 +129,13 @@ def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]
             continue
         out.append((r, shared))
     return out
+
+
+def _sliced(r: T.ReduceOp) -> bool:
+    """Whether `r` is a reduction sliced among warps: over threadIdx.y, its body a share with its monoids."""
+    body = [op for op in r.body.ops if not isinstance(op, T.YieldOp)]
+    share = len(body) == 1 and isinstance(body[0], T.ReduceOp)
+    return "threadIdx.y" in r.bind and share and body[0].attributes["monoids"] == r.attributes["monoids"]
 
 
 def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
@@ -118,9 +157,13 @@ def _free_warp_axis(kernel: T.KernelOp) -> str | None:
     return next((a for a in T.THREAD_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
 
 
-def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits: int, across: str = "blocks") -> T.CombineOp:
-    """Cut `r` into `splits` shares over a free block axis (taking `shared`, its combine over threads, into each
-    share); returns the combine over blocks that completes them."""
+def split(
+    kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits: int, across: str = "blocks"
+) -> T.CombineOp:
+    """Cut `r` into `splits` shares over a free block axis, or a free thread axis across=warps (taking `shared`,
+    its combine over threads, into each share); returns the combine over that axis that completes them. Shares
+    are contiguous, but warps sharing a chunked reduction take every `splits`-th chunk, so that at each trip the
+    block's warps read neighbouring chunks (their slabs staged for the whole block as one box)."""
     axis = _free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)
     share = r.extents[0] // splits
     part = shared or r  # what each share yields: the block's carrier
@@ -145,10 +188,11 @@ def split(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, splits:
             if not outer.is_ancestor_of(user):
                 user.set_operand(i, new)
     r.attributes["extent"] = share
-    if across == "blocks":
-        substitute(r, {r.iv: indexing.ValueDim(outer.iv) * share + indexing.ValueDim(r.iv)}, r)
-    else:
+    chunked = any(isinstance(x, T.ReduceOp) and is_chunk(x) for x in r.body.ops)
+    if across == "warps" and chunked:  # the warps' chunks of a trip side by side: one box to stage
         substitute(r, {r.iv: indexing.ValueDim(r.iv) * splits + indexing.ValueDim(outer.iv)}, r)
+    else:
+        substitute(r, {r.iv: indexing.ValueDim(outer.iv) * share + indexing.ValueDim(r.iv)}, r)
     kernel.set_axis_size(axis, splits)
     block = comb.parent.ops
     for lp in block[block.index(comb) + 1 :]:  # the blocks of a point share its later thread loops too

@@ -5,6 +5,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.vectors import expand
+from irforge.dialects.tile.workspace import warp_workspace_bytes
 from irforge.passes.tile.chunk_reduce import is_chunk
 from irforge.passes.tile.heuristics import heuristic
 
@@ -76,7 +77,10 @@ def _kb(nbytes: int) -> str:
 
 
 def staged_bytes(kernel: T.KernelOp) -> int:
-    return sum(math.prod(s.box) * s.result.type.dtype.bytes * s.ring for s in kernel.walk() if isinstance(s, T.StageOp))
+    """Shared memory the kernel's stages (every slot of their rings) and its combines among warps take."""
+    return warp_workspace_bytes(kernel) + sum(
+        math.prod(s.box) * s.result.type.dtype.bytes * s.ring for s in kernel.walk() if isinstance(s, T.StageOp)
+    )
 
 
 def _buffer_name(buf: Value) -> str:
