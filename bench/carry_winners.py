@@ -3,6 +3,7 @@ their kernels' schedules as they were; drop the others (they must be tuned again
 
     python3 bench/carry_winners.py --added tile-longest-first [--winners irforge/tune/winners.json]
     python3 bench/carry_winners.py --widened tile-split-reduce.via=cluster
+    python3 bench/carry_winners.py --new-option tile-split-reduce.across=blocks
 
 A winner is looked up by the schedule version it was tuned under (irforge/tune/space.py: the passes, their option
 values and domains), so adding a pass to the lowering strands every winner. The old lowering is the current one
@@ -33,10 +34,13 @@ def main() -> int:
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--added", help="comma-separated passes the lowering gained since the winners")
     how.add_argument("--widened", help="PASS.OPTION=VALUE: a value an option's domain gained since the winners")
+    how.add_argument("--new-option", help="PASS.OPTION=VALUE: an option gained since the winners, VALUE the old way")
     ap.add_argument("--winners", default=str(ROOT / "irforge/tune/winners.json"))
     args = ap.parse_args()
     if args.widened:
         return _widened(args.widened, Path(args.winners))
+    if args.new_option:
+        return _new_option(args.new_option, Path(args.winners))
 
     from irforge.bench.case import suite
     from irforge.tune.command import capture_case
@@ -103,6 +107,50 @@ def _widened(spec: str, path: Path) -> int:
     print(f"{len(kept)} of {len(data['winners'])} winners carried over")
     data["winners"] = [{**w, "version": space_version(new)} for w in kept]
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+def _new_option(spec: str, path: Path) -> int:
+    from irforge.bench.case import suite
+    from irforge.registry import registry
+    from irforge.tune.command import capture_case
+    from irforge.tune.space import isolate, kernel_key, kernels_of, space_version, split_lowering
+
+    name, _, value = spec.partition("=")
+    pass_name, _, option = name.rpartition(".")
+    cls = registry().pass_class(pass_name)
+    old_way = cls.options[option].check(value)
+    prefix, new = split_lowering()
+    options = cls.options
+    cls.options = {k: v for k, v in options.items() if k != option}
+    try:
+        old_version = space_version(new)
+    finally:
+        cls.options = options
+    data = json.loads(path.read_text())
+    versions = {w["version"] for w in data["winners"]}
+    if versions != {old_version}:
+        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {name} is {old_version}")
+    cases = {c.id: c for name in ("seed84", "llm") for c in suite(name)}
+    tile = new[: next(i for i, sp in enumerate(new) if sp.pass_.leaves_level() == "kernel")]
+    kept, captured = [], {}
+    for w in data["winners"]:
+        case_id, kernel = w["name"].split("/")
+        if case_id not in captured:
+            captured[case_id] = capture_case(cases[case_id], prefix)
+        (k,) = [k for k in kernels_of(captured[case_id]) if k.attributes["sym_name"] == kernel]
+        module = isolate(k)
+        if kernel_key(module) != w["hash"]:
+            sys.exit(f"{w['name']}: its kernel is no longer the one tuned (key {kernel_key(module)[:12]})")
+        pinned = {**w["winner"], pass_name: {**w["winner"].get(pass_name, {}), option: old_way}}
+        same = _tile_text(module, tile, w["winner"]) == _tile_text(module, tile, pinned)
+        print(f"{w['name']}: {'carried over' if same else f'dropped: it lowers differently without {spec}'}")
+        if same:
+            kept.append({**w, "version": space_version(new)})
+    print(f"{len(kept)} of {len(data['winners'])} winners carried over")
+    data["winners"] = kept
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "
+")
     return 0
 
 
