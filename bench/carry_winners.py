@@ -143,18 +143,18 @@ def _new_option(spec: str, path: Path) -> int:
         if kernel_key(module) != w["hash"]:
             sys.exit(f"{w['name']}: its kernel is no longer the one tuned (key {kernel_key(module)[:12]})")
         pinned = {**w["winner"], pass_name: {**w["winner"].get(pass_name, {}), option: old_way}}
-        same = _tile_text(module, tile, w["winner"]) == _tile_text(module, tile, pinned)
+        same = _tile_text(module, tile, w["winner"], bare=True) == _tile_text(module, tile, pinned, bare=True)
         print(f"{w['name']}: {'carried over' if same else f'dropped: it lowers differently without {spec}'}")
         if same:
             kept.append({**w, "version": space_version(new)})
     print(f"{len(kept)} of {len(data['winners'])} winners carried over")
     data["winners"] = kept
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "
-")
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return 0
 
 
-def _tile_text(module, schedule, point) -> str:
+def _tile_text(module, schedule, point, bare: bool = False) -> str:
+    """The module lowered by `schedule` at `point`, printed (`bare`: without the `tune` attributes that name it)."""
     from irforge.pass_manager import PassManager
     from irforge.printer import print_module
     from irforge.tune.space import set_tune
@@ -162,6 +162,8 @@ def _tile_text(module, schedule, point) -> str:
     m = module.clone()
     set_tune(m, point)
     PassManager(schedule).run(m)
+    if bare:
+        set_tune(m, {})
     return print_module(m)
 
 

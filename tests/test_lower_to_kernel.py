@@ -515,3 +515,28 @@ def test_a_staged_ring_run_again_by_each_thread_waits_for_the_last_reads():
     rings = [s for s in prog.module.walk() if s.name == "kernel.smem" and s.results[0].type.shape[0] == 3]
     assert len(rings) == 4  # each projection's weight and the norm's, 3 slots each
     assert all(c.ok for c in prog.check())
+
+
+
+def test_linear_forms_keep_their_terms_in_order():
+    """A mask's bounds are linear forms over loop indices, printed in their terms' order: the order in which the
+    operands name them, not a set's (which followed the values' ids, so the same program printed differently from
+    run to run)."""
+    from irforge.dialects.tile.algebra import index_form
+
+    m = parse_module("""func.func @f(%x: f32[4,4,4,4]) -> f32[4,4,4,4] {
+  %y = tile.buffer f32[4,4,4,4]
+  tile.kernel @k grid(1) block(1) {
+    tile.for %a, %b, %c, %d in 0..4, 0..4, 0..4, 0..4 {
+      %s = scalar.sub %d, %a : index
+      %t = scalar.add %c, %s : index
+      %u = scalar.sub %t, %b : index
+      %v = tile.load %x[%a, %b, %c, %d]
+      tile.store %y[%a, %b, %c, %d] = %v
+    }
+  }
+  func.return %y
+}""")
+    (u,) = [op for op in m.walk() if op.name == "scalar.sub" and op.operands[1].name_hint == "b"]
+    a, b, c, d = u.parent_op.ivs
+    assert list(index_form(u.result).items()) == [(c, 1), (d, 1), (a, -1), (b, -1)]

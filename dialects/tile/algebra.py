@@ -246,7 +246,7 @@ def kept_growth(cond: Value, identity_when: bool) -> dict[Value | None, int] | N
     if a is None or b is None:
         return None
     sign = (1 if o.fn in ("le", "lt") else -1) * (-1 if identity_when else 1)
-    return {k: sign * (b.get(k, 0) - a.get(k, 0)) for k in a.keys() | b.keys()}
+    return {k: sign * (b.get(k, 0) - a.get(k, 0)) for k in _ordered_keys(a, b)}
 
 
 def index_form(v: Value) -> dict[Value | None, int] | None:
@@ -278,5 +278,11 @@ def index_form(v: Value) -> dict[Value | None, int] | None:
         if x is None or y is None:
             return None
         s = 1 if o.fn == "add" else -1
-        return {k: x.get(k, 0) + s * y.get(k, 0) for k in x.keys() | y.keys()}
+        return {k: x.get(k, 0) + s * y.get(k, 0) for k in _ordered_keys(x, y)}
     return None
+
+
+def _ordered_keys(a: dict, b: dict) -> list:
+    """The keys of both forms in order of appearance (a set's order follows the values' ids: the printed program
+    would vary from run to run)."""
+    return [*a, *(k for k in b if k not in a)]
