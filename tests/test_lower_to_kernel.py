@@ -517,7 +517,6 @@ def test_a_staged_ring_run_again_by_each_thread_waits_for_the_last_reads():
     assert all(c.ok for c in prog.check())
 
 
-
 def test_linear_forms_keep_their_terms_in_order():
     """A mask's bounds are linear forms over loop indices, printed in their terms' order: the order in which the
     operands name them, not a set's (which followed the values' ids, so the same program printed differently from
