@@ -63,20 +63,23 @@ class TileSplitReduce(Pass):
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
             return None
-        if self.across == "warps" and candidates(op, "warps"):
-            if _free_warp_axis(op) is None:
-                return "across=warps: the kernel has no thread axis to spare (threadIdx.y and z are taken)"
-            n = op.threads * (self.splits or heuristic().warp_splits(op, candidates(op, "warps")[0][0]))
+        found = candidates(op)
+        if self.across == "warps" and found:
+            if _free_axis(op, "warps") is None:
+                return "across=warps: the kernel has no thread axis to spare (threadIdx.y is taken)"
+            n = op.threads * (self.splits or heuristic().warp_splits(op, found[0][0]))
             if n > target().max_threads:
                 return f"across=warps: the block would have {n} threads (the limit is {target().max_threads})"
-        for r, shared in candidates(op, self._across(op, None)):
+        if _free_axis(op, self._across(op, None)) is None:
+            return None
+        for r, shared in found:
             if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
             shares = self._shares(op, r)
             why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
             if self.via == "cluster" and shares > 1:
                 why = cluster.why_not(shares)
-            if why is not None:
+            if why is not None and self.across != "warps":
                 return f"via={self.via}: {why}"
         return None
 
@@ -85,8 +88,10 @@ class TileSplitReduce(Pass):
             return
         for r, shared in candidates(op):
             across = self._across(op, r)
-            if across == "warps" and (_free_warp_axis(op) is None or not candidates(op, across)):
-                across = "blocks"  # no thread axis to spare: what auto picked falls back to blocks
+            if across == "warps" and _free_axis(op, across) is None:
+                across = "blocks"  # what auto picked, where no thread axis is left, falls back to blocks
+            if _free_axis(op, across) is None:
+                continue
             s = self._shares(op, r, across)
             step = fragments.atom_step(r)
             if s > 1 and (r.extents[0] // s) % step:
@@ -110,12 +115,10 @@ class TileSplitReduce(Pass):
         return s if s > 1 and r.extents[0] % s == 0 and r.extents[0] > s else 1
 
 
-def candidates(kernel: T.KernelOp, across: str = "blocks") -> list[tuple[T.ReduceOp, T.CombineOp | None]]:
+def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]]:
     """(reduction, the combine over threads right after it or None): outermost reductions of a point, not
     vectorized, distributed over thread axes only if a combine over them completes them, their inits the monoids'
-    identities, in a kernel with a block axis (across=warps: a thread axis) to spare."""
-    if (_free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)) is None:
-        return []
+    identities."""
     out = []
     for r in kernel.walk():
         if not isinstance(r, T.ReduceOp) or r.vector > 1 or any(a in T.BLOCK_AXES for a in r.bind):
@@ -147,14 +150,21 @@ def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
     return None
 
 
+def _free_axis(kernel: T.KernelOp, across: str) -> str | None:
+    """The axis a split `across` blocks or warps would take (None: none is free)."""
+    return _free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)
+
+
 def _free_block_axis(kernel: T.KernelOp) -> str | None:
     used = T.axes_used_within(kernel)
     return next((a for a in T.BLOCK_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
 
 
 def _free_warp_axis(kernel: T.KernelOp) -> str | None:
-    used = T.axes_used_within(kernel)
-    return next((a for a in T.THREAD_AXES[1:] if a not in used and kernel.axis_size(a) == 1), None)
+    """threadIdx.y where nothing uses it (the rows of warps a combine among warps folds across; lower-to-kernel
+    materializes that combine over y only)."""
+    free = "threadIdx.y" not in T.axes_used_within(kernel) and kernel.axis_size("threadIdx.y") == 1
+    return "threadIdx.y" if free and kernel.axis_size("threadIdx.z") == 1 else None
 
 
 def split(
@@ -164,7 +174,7 @@ def split(
     its combine over threads, into each share); returns the combine over that axis that completes them. Shares
     are contiguous, but warps sharing a chunked reduction take every `splits`-th chunk, so that at each trip the
     block's warps read neighbouring chunks (their slabs staged for the whole block as one box)."""
-    axis = _free_block_axis(kernel) if across == "blocks" else _free_warp_axis(kernel)
+    axis = _free_axis(kernel, across)
     share = r.extents[0] // splits
     part = shared or r  # what each share yields: the block's carrier
     types = [res.type for res in part.results]
