@@ -133,7 +133,7 @@ def test_identical_kernels_share_a_key_and_shapes_tell_them_apart():
 
 # ---- pruning and merging ---------------------------------------------------------------------------------------
 def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
-    """Every raw point of a four-decision schedule run through the passes alone: the tree's leaves are exactly
+    """Every raw point of a five-decision schedule run through the passes alone: the tree's leaves are exactly
     the distinct schedules the legal points lead to, so pruning loses nothing and keeps nothing refused."""
     (k,) = loop_kernels("nn.RMSNorm(128)(torch.randn(1,8,128))")
     kept = {"map-to-tile", "tile-cooperative-reduce", "tile-split-reduce", "tile-vectorize", "lower-to-kernel"}
@@ -141,16 +141,17 @@ def test_pruning_and_merging_agree_with_brute_force_on_a_reduction():
     assert [d.name for d in space.decisions] == [
         "tile-cooperative-reduce.threads",
         "tile-split-reduce.splits",
+        "tile-split-reduce.across",
         "tile-split-reduce.via",
         "tile-vectorize.width",
     ]
     found = leaves(space)
     raw = list(itertools.product(*(d.values for d in space.decisions)))
     brute = {legal_digest(space, v) for v in raw} - {None}
-    assert len(raw) == space.size == 12 * 13 * 4 * 6
+    assert len(raw) == space.size == 12 * 13 * 3 * 4 * 6
     assert len({s.digest for s in found}) == len(found)  # merged: no two leaves are one schedule
     assert {s.digest for s in found} == brute
-    assert len(found) < len(raw) / 3  # the 3744 points are far fewer schedules
+    assert len(found) < len(raw) / 3  # the 11232 points are far fewer schedules
     # a rollout's steps (one child at a time, no siblings) refuse exactly the refused points and reach the same IR
     wants = []
     for values in random.Random(0).sample(raw, 60):

@@ -53,12 +53,13 @@ class TileSplitReduce(Pass):
         domain=Choices((0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)),
         help="blocks sharing one reduction (0: passes/tile/heuristics.py; 1: none)",
     )
-    via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
     across: str = option(
         "auto",
         domain=Choices(("auto", "blocks", "warps")),
         help="what shares the reduction: blocks, a block's warps along threadIdx.y (auto: passes/tile/heuristics.py)",
     )
+    # after `across`: a slice among warps ignores it, so the tuner's tree merges its values there
+    via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:
         if not isinstance(op, T.KernelOp) or self.splits == 1:
