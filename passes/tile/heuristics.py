@@ -151,7 +151,8 @@ DECODE_MMA_BLOCKS_PER_SM = 4
 # sliced among DECODE_SLICE_WARPS warps of each block instead (`tile-split-reduce across=warps`), which fold their
 # carriers through shared memory in the same kernel: no second kernel to combine the shares, and rings of
 # DECODE_SLICE_RING slabs of all the warps' chunks. On an H200 (bench/results/decode_sliced-h200-2026-11-28): F4
-# 23.0 -> 22.2 us, F6 44.6 -> 39.7 (2 warps in rings of 4: 40.3; 4 in rings of 2: 43.1; 8: slower).
+# 22.7-23.0 -> 21.9-22.0 us, F6 44.5-44.8 -> 39.6-39.8 (2 warps in rings of 4: 40.2-40.4; 4 in rings of 2: 43.1;
+# 8 warps, smaller chunks, shallower pipelines: slower).
 DECODE_SLICE_WARPS = 4
 DECODE_SLICE_RING = 3
 # ... in chunks of keys whose K slab takes DECODE_MMA_SLAB_BYTES at most (64 keys of a head dimension of 64, 32 of

@@ -33,12 +33,12 @@ class TileSplitReduce(Pass):
     they can, else partials).
 
     `across=warps` slices the reduction among a block's warps instead (CUTLASS's sliced-K): the shares go over a
-    thread axis nothing uses (threadIdx.y), contiguous shares again but for a chunked reduction, of which each warp
-    takes every `splits`-th chunk (at each trip the warps read neighbouring chunks, which `tile-stage-inputs` then
-    stages as one box for the whole block), and the
-    `tile.combine ... over threadIdx.y` folds the warps' carriers through shared memory in the kernel itself: for
-    a kernel whose blocks already fill the GPU but whose warps are too few to keep its memory busy (decode attention
-    of a batch). `auto` slices where passes/tile/heuristics.py says so (`split_across`), else splits across blocks.
+    thread axis nothing uses (threadIdx.y), contiguous again but for a chunked reduction, of which each warp takes
+    every `splits`-th chunk (at each trip the warps read neighbouring chunks, which `tile-stage-inputs` then stages
+    as one box for the whole block), and the `tile.combine ... over threadIdx.y` folds the warps' carriers through
+    shared memory in the kernel itself: for a kernel whose blocks already fill the GPU but whose warps are too few
+    to keep its memory busy (decode attention of a batch). `auto` slices where passes/tile/heuristics.py says so
+    (`split_across`), else splits across blocks.
 
     A reduction with a non-identity init, or one already split, is left alone (idempotent: a reduction distributed
     over a block axis, or over threadIdx.y holding its share, is a split one), and so is a tensor-core contraction
@@ -58,7 +58,7 @@ class TileSplitReduce(Pass):
         domain=Choices(("auto", "blocks", "warps")),
         help="what shares the reduction: blocks, a block's warps along threadIdx.y (auto: passes/tile/heuristics.py)",
     )
-    # after `across`: a slice among warps ignores it, so the tuner's tree merges its values there
+    # declared after `across`: a slice among warps ignores `via`, so the tuner's tree merges its values under it
     via: str = option("auto", domain=Choices(("auto", "atomics", "partials", "cluster")), help="how the blocks combine")
 
     def check(self, op: Operation) -> str | None:

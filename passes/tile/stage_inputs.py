@@ -100,7 +100,8 @@ def owners(kernel: T.KernelOp) -> list[Operation]:
 def _together(r: T.ReduceOp) -> bool:
     """A reduction every thread of the block runs trip by trip together: not distributed or vectorized, and every
     thread loop around it gives each thread one work item (a reduction around it split over blocks is fine: a
-    block's threads share its unit)."""
+    block's threads share its unit; so is one sliced among warps, a share a warp: its warps walk their shares'
+    trips side by side)."""
     if r.bind or r.vector > 1 or not any(isinstance(x, T.LoopOp) for x in r.walk() if x is not r):
         return False
     if is_chunk(r) and not r.parent_op.bind:  # a chunk of K: the enclosing trip stages the whole chunk's slabs
