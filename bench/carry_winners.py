@@ -42,41 +42,25 @@ def main() -> int:
     if args.new_option:
         return _new_option(args.new_option, Path(args.winners))
 
-    from irforge.bench.case import suite
-    from irforge.tune.command import capture_case
-    from irforge.tune.space import isolate, kernel_key, kernels_of, space_version, split_lowering
+    from irforge.tune.space import space_version, split_lowering
 
     added = set(args.added.split(","))
     prefix, new = split_lowering()
     old = [sp for sp in new if sp.pass_.name not in added]
     if len(old) == len(new):
         sys.exit(f"none of {sorted(added)} is in the current lowering")
-    data = json.loads(Path(args.winners).read_text())
+    path = Path(args.winners)
+    data = json.loads(path.read_text())
     versions = {w["version"] for w in data["winners"]}
     if versions != {space_version(old)}:
         sys.exit(f"the winners are of {sorted(versions)}; the lowering without {sorted(added)} is {space_version(old)}")
-    cases = {c.id: c for name in ("seed84", "llm") for c in suite(name)}
-    tile_end = next(i for i, sp in enumerate(new) if sp.pass_.leaves_level() == "kernel")
-    new_tile = new[:tile_end]
+    new_tile = _tile_schedule(new)
     old_tile = [sp for sp in new_tile if sp.pass_.name not in added]
 
-    kept, captured = [], {}
-    for w in data["winners"]:
-        case_id, kernel = w["name"].split("/")
-        if case_id not in captured:
-            captured[case_id] = capture_case(cases[case_id], prefix)
-        (k,) = [k for k in kernels_of(captured[case_id]) if k.attributes["sym_name"] == kernel]
-        module = isolate(k)
-        if kernel_key(module) != w["hash"]:
-            sys.exit(f"{w['name']}: its kernel is no longer the one tuned (key {kernel_key(module)[:12]})")
-        same = _tile_text(module, old_tile, w["winner"]) == _tile_text(module, new_tile, w["winner"])
-        print(f"{w['name']}: {'carried over' if same else 'dropped: the new lowering schedules it differently'}")
-        if same:
-            kept.append({**w, "version": space_version(new)})
-    print(f"{len(kept)} of {len(data['winners'])} winners carried over")
-    data["winners"] = kept
-    Path(args.winners).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    return 0
+    def same(module, w) -> bool:
+        return _tile_text(module, old_tile, w["winner"]) == _tile_text(module, new_tile, w["winner"])
+
+    return _carry(path, data, prefix, space_version(new), same, "the new lowering schedules it differently")
 
 
 def _widened(spec: str, path: Path) -> int:
@@ -111,10 +95,8 @@ def _widened(spec: str, path: Path) -> int:
 
 
 def _new_option(spec: str, path: Path) -> int:
-    from irforge.bench.case import suite
     from irforge.registry import registry
-    from irforge.tune.command import capture_case
-    from irforge.tune.space import isolate, kernel_key, kernels_of, space_version, split_lowering
+    from irforge.tune.space import space_version, split_lowering
 
     name, _, value = spec.partition("=")
     pass_name, _, option = name.rpartition(".")
@@ -131,8 +113,23 @@ def _new_option(spec: str, path: Path) -> int:
     versions = {w["version"] for w in data["winners"]}
     if versions != {old_version}:
         sys.exit(f"the winners are of {sorted(versions)}; the lowering without {name} is {old_version}")
+    tile = _tile_schedule(new)
+
+    def same(module, w) -> bool:
+        pinned = {**w["winner"], pass_name: {**w["winner"].get(pass_name, {}), option: old_way}}
+        return _tile_text(module, tile, w["winner"], bare=True) == _tile_text(module, tile, pinned, bare=True)
+
+    return _carry(path, data, prefix, space_version(new), same, f"it lowers differently without {spec}")
+
+
+def _carry(path: Path, data: dict, prefix, version: str, same, dropped: str) -> int:
+    """Keep (re-keyed to `version`) the winners whose kernels `same(isolated kernel, winner)` says the change
+    leaves as they were; rewrite the file and say which, `dropped` why the others went."""
+    from irforge.bench.case import suite
+    from irforge.tune.command import capture_case
+    from irforge.tune.space import isolate, kernel_key, kernels_of
+
     cases = {c.id: c for name in ("seed84", "llm") for c in suite(name)}
-    tile = new[: next(i for i, sp in enumerate(new) if sp.pass_.leaves_level() == "kernel")]
     kept, captured = [], {}
     for w in data["winners"]:
         case_id, kernel = w["name"].split("/")
@@ -142,15 +139,19 @@ def _new_option(spec: str, path: Path) -> int:
         module = isolate(k)
         if kernel_key(module) != w["hash"]:
             sys.exit(f"{w['name']}: its kernel is no longer the one tuned (key {kernel_key(module)[:12]})")
-        pinned = {**w["winner"], pass_name: {**w["winner"].get(pass_name, {}), option: old_way}}
-        same = _tile_text(module, tile, w["winner"], bare=True) == _tile_text(module, tile, pinned, bare=True)
-        print(f"{w['name']}: {'carried over' if same else f'dropped: it lowers differently without {spec}'}")
-        if same:
-            kept.append({**w, "version": space_version(new)})
+        carried = same(module, w)
+        print(f"{w['name']}: {'carried over' if carried else f'dropped: {dropped}'}")
+        if carried:
+            kept.append({**w, "version": version})
     print(f"{len(kept)} of {len(data['winners'])} winners carried over")
     data["winners"] = kept
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return 0
+
+
+def _tile_schedule(schedule: list) -> list:
+    """The passes of `schedule` up to the tile level's end."""
+    return schedule[: next(i for i, sp in enumerate(schedule) if sp.pass_.leaves_level() == "kernel")]
 
 
 def _tile_text(module, schedule, point, bare: bool = False) -> str:
