@@ -155,6 +155,9 @@ DECODE_MMA_BLOCKS_PER_SM = 4
 # 8 warps, smaller chunks, shallower pipelines: slower).
 DECODE_SLICE_WARPS = 4
 DECODE_SLICE_RING = 3
+# Its K/V slabs, where its threads copy them (rows over 128 bytes, which the copy engine cannot swizzle), are
+# swizzled rather than padded (`smem_pads` offers no pad), though the bank model finds the two equal: F6 39.8-39.9
+# -> 37.6-37.7 us with swizzle(3, 3, 4) in place of a pad of 8 (bench/results/decode_sliced-h200-2026-11-28/copies).
 # ... in chunks of keys whose K slab takes DECODE_MMA_SLAB_BYTES at most (64 keys of a head dimension of 64, 32 of
 # 128), so that rings of RING such chunks of K and V leave room for 4 blocks a multiprocessor.
 DECODE_MMA_SLAB_BYTES = 8192
@@ -711,8 +714,7 @@ class Heuristic:
             attention = next((r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _recomputes_a_in(r)), None)
             if attention is not None and _decode_attention(attention):
                 return DECODE_RING
-        sliced = any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.y",) for c in kernel.walk())
-        if sliced and _attention_on_atoms(kernel):
+        if _sliced_attention(kernel):
             return DECODE_SLICE_RING
         if _attention_on_atoms(kernel):
             top = (r for r in kernel.walk() if isinstance(r, T.ReduceOp) and _tensorized_tile(r) in fragments.TOP_ROWS)
@@ -770,7 +772,9 @@ class Heuristic:
     def smem_pads(self, kernel: T.KernelOp, stage: T.StageOp) -> tuple[int, ...]:
         """Row pads (elements) tile-pad-smem weighs: powers of two from one element up to PAD_BYTES (a pad of p
         words moves row r's banks by r * p words; two 16-byte vectors' worth is the most a conflict between
-        vector accesses needs)."""
+        vector accesses needs); none for the ringed slabs of attention sliced among warps (swizzled instead)."""
+        if stage.ring > 1 and _sliced_attention(kernel):
+            return ()  # its slabs swizzled instead (see DECODE_SLICE_RING)
         size = stage.result.type.dtype.bytes
         return tuple(p for p in (1, 2, 4, 8, 16, 32) if p * size <= PAD_BYTES)
 
@@ -937,6 +941,12 @@ def _wgmma_columns(loop: T.ForOp) -> int:
     product's gate and up make a 128 x 128 tile as wide as a 128 x 256 one)."""
     reduces = [r for r in loop.walk() if isinstance(r, T.ReduceOp) and contraction_of(r) is not None]
     return loop.extents[1] * max((len(r.results) for r in reduces), default=1)
+
+
+def _sliced_attention(kernel: T.KernelOp) -> bool:
+    """Attention on the atoms whose keys are sliced among the block's warps (`split_across`)."""
+    sliced = any(isinstance(c, T.CombineOp) and c.over == ("threadIdx.y",) for c in kernel.walk())
+    return sliced and _attention_on_atoms(kernel)
 
 
 def _nearest_share_split(trips: int, least: int, units: int, aim: float) -> int:
