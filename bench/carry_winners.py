@@ -50,10 +50,7 @@ def main() -> int:
     if len(old) == len(new):
         sys.exit(f"none of {sorted(added)} is in the current lowering")
     path = Path(args.winners)
-    data = json.loads(path.read_text())
-    versions = {w["version"] for w in data["winners"]}
-    if versions != {space_version(old)}:
-        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {sorted(added)} is {space_version(old)}")
+    data = _winners_of(path, space_version(old), str(sorted(added)))
     new_tile = _tile_schedule(new)
     old_tile = [sp for sp in new_tile if sp.pass_.name not in added]
 
@@ -81,10 +78,7 @@ def _widened(spec: str, path: Path) -> int:
         old_version = space_version(new)
     finally:
         opt.domain = domain
-    data = json.loads(path.read_text())
-    versions = {w["version"] for w in data["winners"]}
-    if versions != {old_version}:
-        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {spec} is {old_version}")
+    data = _winners_of(path, old_version, spec)
     kept = [w for w in data["winners"] if w["winner"].get(pass_name, {}).get(option) != added]
     for w in data["winners"]:
         print(f"{w['name']}: {'carried over' if w in kept else f'dropped: its point has {spec}'}")
@@ -109,10 +103,7 @@ def _new_option(spec: str, path: Path) -> int:
         old_version = space_version(new)
     finally:
         cls.options = options
-    data = json.loads(path.read_text())
-    versions = {w["version"] for w in data["winners"]}
-    if versions != {old_version}:
-        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {name} is {old_version}")
+    data = _winners_of(path, old_version, name)
     tile = _tile_schedule(new)
 
     def same(module, w) -> bool:
@@ -120,6 +111,15 @@ def _new_option(spec: str, path: Path) -> int:
         return _tile_text(module, tile, w["winner"], bare=True) == _tile_text(module, tile, pinned, bare=True)
 
     return _carry(path, data, prefix, space_version(new), same, f"it lowers differently without {spec}")
+
+
+def _winners_of(path: Path, version: str, without: str) -> dict:
+    """The winners file, which must hold the winners of `version` (the lowering `without` the change) alone."""
+    data = json.loads(path.read_text())
+    versions = {w["version"] for w in data["winners"]}
+    if versions != {version}:
+        sys.exit(f"the winners are of {sorted(versions)}; the lowering without {without} is {version}")
+    return data
 
 
 def _carry(path: Path, data: dict, prefix, version: str, same, dropped: str) -> int:
