@@ -282,3 +282,24 @@ def test_decode_attention_sliced_among_warps_matches_the_loop_interpreter(dtype,
     (ck,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
     usage = resource_usage(ck.attributes["source"], ck.attributes["sym_name"], arch="sm_90a")
     assert not any(u.spills for u in usage.values()), usage
+
+
+@pytest.mark.parametrize("queries, mask", [(1, "none"), (64, "causal")])
+def test_attention_on_atoms_with_keys_and_values_left_in_memory(queries, mask):
+    """A stage budget too small for the K and V slabs (`tile-stage-inputs{max-bytes=4096}`) leaves the tensorized
+    attention reading K and V from global memory: lower-to-kernel still finds its two products (the scores'
+    reduction then also reads as a contraction over the block's indices, and is not taken for a second product),
+    and the kernel simulator agrees with the loop interpreter."""
+    m = loopgen.attention_module(
+        batch=2, kv_heads=2, group=4, queries=queries, keys=128, e=64, ev=64, mask=mask, scale=0.125, dtype=bf16
+    )
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    passes = ["tile-stage-inputs{max-bytes=4096}" if p == "tile-stage-inputs" else p for p in _passes("loop-to-tile")]
+    run_pipeline(m, ",".join(passes))
+    assert len(_on_atoms(m)) == 1
+    staged = {op.source.name_hint for op in m.walk() if isinstance(op, T.StageOp)}
+    assert not staged & {"k", "v"}, staged
+    run_pipeline(m, "tile-to-kernel")
+    assert any(isinstance(op, (K.MmaOp, WG.WgmmaOp)) for op in m.walk())
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")

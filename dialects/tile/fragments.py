@@ -273,6 +273,10 @@ def attention_operands(root: Operation, rows: Value, cols: Value, atom_k: int = 
     constant), the scores and the weights of one type, and the key computed from the scores by elementwise ops on
     them and on indices (a mask read from memory stays on the SIMT path)."""
     found = contractions_in(root)
+    # The scores' own reduction may read as a contraction too (over the block's indices, when K is read from
+    # memory rather than a staged slab): it is a part of the attention, not a second product.
+    scores = {id(c.a_reduction) for c in found if c.a_reduction is not None}
+    found = [c for c in found if id(c.reduce) not in scores]
     if len(found) != 1 or found[0].a_reduction is None:
         return "holds no attention-shaped contraction (an online carrier whose key is a contraction)"
     c = found[0]
