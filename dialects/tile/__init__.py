@@ -225,6 +225,18 @@ class LoopOp(indexing.LoopBase):
         last warp's lanes past its work items hold ghost rows (the atoms' top half) and run the body all the same."""
         return self.work_items == self.units(kernel) or self.ghost_lanes(kernel) > 0
 
+    def block_uniform(self, kernel: KernelOp) -> bool:
+        """Whether all threads of a block make the same trips of the loop, so that a barrier inside is reached by
+        all of them or by none: its work items split evenly over its units, or its thread axes come after its block
+        axes (a unit is block-major) and their threads divide its work items (a band sharing its launch with a
+        larger one: whole blocks have no point of it)."""
+        if self.work_items % self.units(kernel) == 0 or self.one_item_a_unit(kernel):
+            return True
+        threads = [a for a in self.bind if a in THREAD_AXES]
+        if any(a in BLOCK_AXES for a in self.bind[self.bind.index(threads[0]) :]):
+            return False
+        return self.work_items % math.prod(kernel.axis_size(a) for a in threads) == 0
+
     def ghost_lanes(self, kernel: KernelOp | None = None) -> int:
         """The lanes past the work items of a loop laid out on an atom, in its last warp (a warp's rows on the
         atoms' top half fewer than 8: the lanes of the rows past them run the body and hold no point); 0 else."""
@@ -750,14 +762,20 @@ def linear_terms(e) -> list[tuple]:
 
 def fit_grid(kernel: KernelOp) -> None:
     """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
-    CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block."""
+    CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block. An axis a
+    reduction is split over (`tile-split-reduce`) has one block per share: the loops after the split that share
+    it stride over those blocks."""
     need = dict.fromkeys(BLOCK_AXES, 1)
+    shares: dict[str, int] = {}
     for lp in kernel.walk():
         if isinstance(lp, LoopOp):
             for a in lp.bind:
                 if a in need:
                     others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
                     need[a] = max(need[a], -(-lp.work_items // others))
+                    if isinstance(lp, ReduceOp):
+                        shares[a] = max(shares.get(a, 1), need[a])
+    need.update(shares)
     for a, n in need.items():
         kernel.set_axis_size(a, min(n, target().max_grid[BLOCK_AXES.index(a)]))
 

@@ -79,7 +79,7 @@ class TileSplitReduce(Pass):
             shares = self._shares(op, r)
             why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
             if self.via == "cluster" and shares > 1:
-                why = cluster.why_not(shares)
+                why = cluster.why_not(shares) or _threads_apart(op, r)
             if why is not None and self.across != "warps":
                 return f"via={self.via}: {why}"
         return None
@@ -148,6 +148,18 @@ def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
     nxt = block[block.index(r) + 1] if block.index(r) + 1 < len(block) else None
     if isinstance(nxt, T.CombineOp) and tuple(nxt.operands) == tuple(r.results) and set(nxt.over) == set(r.bind):
         return nxt
+    return None
+
+
+def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp) -> str | None:
+    """Why the blocks' threads would not all meet at a cluster's combine beside `r` (None: they would): a loop
+    around it whose trips differ between a block's threads."""
+    for lp in T.enclosing_loops(r):
+        if any(a in T.THREAD_AXES for a in lp.bind) and not lp.block_uniform(kernel):
+            return (
+                f"a cluster's combine needs all of a block's threads, but the loop over {', '.join(lp.bind)} around "
+                f"it gives its {lp.units(kernel)} units {lp.work_items} work items"
+            )
     return None
 
 

@@ -26,7 +26,6 @@ writes) and a `kernel.launch` in its place; `tile.buffer` and `tile.param` becom
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 
 from irforge.dialects import tile as T
@@ -94,7 +93,7 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         )
         if block_wide:  # a combine through atomics needs no thread beside it; one through a cluster, all of them
             for lp in T.enclosing_loops(op):
-                if any(a in T.THREAD_AXES for a in lp.bind) and not _block_uniform(kernel, lp):
+                if any(a in T.THREAD_AXES for a in lp.bind) and not lp.block_uniform(kernel):
                     return op, (
                         f"needs its block's threads together, but it sits in a loop distributed over "
                         f"{', '.join(lp.bind)} whose {lp.work_items} work items do not split evenly over "
@@ -105,19 +104,6 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
             if why:
                 return op, f"is vectorized by {list(op.vector_shape)}, but {why}"
     return None
-
-
-def _block_uniform(kernel: T.KernelOp, lp: T.LoopOp) -> bool:
-    """Whether all threads of a block make the same trips of `lp`, so that a barrier inside is reached by all of
-    them or by none: its work items split evenly over its units, or its thread axes come after its block axes (a
-    unit is block-major) and their threads divide its work items (a band sharing its launch with a larger one:
-    whole blocks have no point of it)."""
-    if lp.work_items % lp.units(kernel) == 0 or lp.one_item_a_unit(kernel):
-        return True
-    threads = [a for a in lp.bind if a in T.THREAD_AXES]
-    if any(a in T.BLOCK_AXES for a in lp.bind[lp.bind.index(threads[0]) :]):
-        return False
-    return lp.work_items % math.prod(kernel.axis_size(a) for a in threads) == 0
 
 
 def _materialize_function(func: FuncOp, module: Operation, skip_masked: bool = True, keyed_chunks: bool = True) -> None:
