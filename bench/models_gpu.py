@@ -56,6 +56,7 @@ CASES = {  # name: (model, dtype, batch, prompt tokens, new tokens); "tiny-*" ar
 GENERATE = ["tiny-llama-f32", "tiny-qwen2-f32", "tinyllama-f32", "smollm2-f32", "tinyllama-bf16"]
 LOGITS = ["tinyllama-bf16", "smollm2-bf16", "qwen2.5-7b-prefill512"]
 REL_TOL = 2e-2
+TUNING: str | None = None  # --db: the tuning database the models compile with (None: the heuristics' schedules)
 # bf16 past REL_TOL of HF's logits: irforge's distance to HF in fp32 at most this much over HF bf16's own (a
 # 22-layer model's bf16 noise is about REL_TOL: HF's SDPA and eager attention differ by 0.022-0.027, docs/models.md)
 F32_MARGIN = 1.25
@@ -83,7 +84,12 @@ def compiled(directory: str, case: str):
         return load_compiled(path)
     _, dtype, batch, prompt, new = CASES[case]
     model = compile_model(
-        model_spec(directory, case), dtype=dtype, batch=batch, prompt_len=prompt, max_len=prompt + new
+        model_spec(directory, case),
+        dtype=dtype,
+        batch=batch,
+        prompt_len=prompt,
+        max_len=prompt + new,
+        tuning=TUNING,
     )
     print(f"{case}: {model.summary()}", flush=True)
     save_compiled(model, path)
@@ -248,6 +254,7 @@ def environment() -> dict:
         "transformers": transformers.__version__,
         "irforge": rev,
         "date": datetime.date.today().isoformat(),
+        "tuning_db": TUNING,
     }
 
 
@@ -288,7 +295,10 @@ def main() -> int:
         metavar="CASE",
         help=f"per-kernel times of these cases' decode and prefill (none named: {PROFILE})",
     )
+    ap.add_argument("--db", help="compile replaying this tuning database's winners (`irforge tune MODEL`)")
     args = ap.parse_args()
+    global TUNING
+    TUNING = os.path.abspath(args.db) if args.db else None
     os.environ["IRFORGE_CACHE_DIR"] = os.environ.get("IRFORGE_CACHE_DIR") or os.path.join(args.dir, "cache")
     os.makedirs(args.dir, exist_ok=True)
     write_tiny_configs(args.dir)

@@ -394,3 +394,46 @@ def test_the_committed_winners_are_of_the_current_schedule():
     version = space_version(split_lowering()[1])
     stale = sorted({w["name"] for w in winners if w["version"] != version})
     assert winners and not stale, f"{len(stale)} of {len(winners)} winners are of another schedule: {stale[:5]}"
+
+
+# ---- models ------------------------------------------------------------------------------------------------------
+def test_a_model_tunes_each_distinct_kernel_once_and_compile_replays_it(tmp_path):
+    """`irforge tune MODEL` takes the kernels of the model's prefill and decode step, the decoder layer's once for
+    all its layers; a winner recorded for one of them is what `irforge compile MODEL` replays."""
+    import argparse
+
+    import transformers
+
+    from irforge.tune.command import model_programs
+
+    transformers.LlamaConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=172, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64,
+    ).save_pretrained(tmp_path / "llama")  # fmt: skip
+    model = str(tmp_path / "llama")
+    sizes = ["--prompt-len", "5", "--max-len", "8"]
+    prefix, suffix = split_lowering()
+    args = argparse.Namespace(file=model, dtype="f32", batch=1, prompt_len=5, max_len=8, step=None)
+    programs = model_programs(args, prefix)
+    assert [name for name, _ in programs] == [
+        "prefill:prologue", "prefill:layer x3", "prefill:epilogue",
+        "decode:prologue", "decode:layer x3", "decode:epilogue",
+    ]  # fmt: skip
+    tuner = Tuner(None, Options())
+    tasks, _ = kernel_tasks(programs, suffix, tuner)
+    tuner.close()
+    (norm,) = [t for t in tasks if t.name == "decode:layer x3/layer_k_mean"]
+    db = TuneDB(tmp_path / "t.sqlite", seed=None)
+    db.record(Entry(norm.key, norm.name, {"tile-cooperative-reduce": {"threads": 32}}, 1e-6, 2e-6), [])
+    db.close()
+
+    rc, out, err = run("tune", model, *sizes, "--step", "decode", "--show", "--db", str(db.path))
+    assert rc == 0, err
+    assert out.count("tile-cooperative-reduce") == 1 and "decode:layer x3/layer_k_mean" in out  # the table wraps
+    assert "prefill:" not in out
+    rc, tuned, err = run("compile", model, *sizes, "--ir", "tile", "--db", str(db.path))
+    assert rc == 0, err
+    decode = tuned[tuned.index("// decode step, @layer") :]
+    kernel = decode[decode.index("tile.kernel @layer_k_mean") :].splitlines()[0]
+    assert "tune = {tile-cooperative-reduce = {threads = 32}}" in kernel and "block(32)" in kernel
+    assert tuned.count("tune =") == 1

@@ -15,7 +15,6 @@ tests use. Nothing heavy (torch) is imported before the arguments are parsed, so
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,15 @@ from typing import NoReturn
 
 from . import new_plugin
 from .driver import exit_process, write_output
-from .flags import ArgumentParser, add_instrumentation_arguments, check_pass_names, instrumentations
+from .flags import (
+    ArgumentParser,
+    add_instrumentation_arguments,
+    add_model_arguments,
+    add_tuning_arguments,
+    check_pass_names,
+    instrumentations,
+    tuning_db,
+)
 
 
 @dataclass(frozen=True)
@@ -42,14 +49,7 @@ def _source_arguments(p: argparse.ArgumentParser, file_help: str) -> None:
 
 
 def _pipeline_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--db",
-        default=None,
-        metavar="PATH",
-        help="the tuning database whose schedules to replay (default: $IRFORGE_TUNE_DB, else "
-        "~/.cache/irforge/tune.sqlite, when it exists)",
-    )
-    p.add_argument("--untuned", action="store_true", help="the heuristics' schedules, whatever `irforge tune` found")
+    add_tuning_arguments(p)
     p.add_argument(
         "--pass-pipeline",
         default=None,
@@ -95,11 +95,7 @@ def _compile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--print-debuginfo", action="store_true", help="print each op's location")
     p.add_argument("--generic", action="store_true", help="print every op in the generic form")
     add_instrumentation_arguments(p)
-    g = p.add_argument_group("models (when compiling a MODEL: its prefill and decode step)")
-    g.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
-    g.add_argument("--batch", type=int, default=1, help="sequences per batch (default: 1)")
-    g.add_argument("--prompt-len", type=int, default=32, help="tokens of the prefill (default: 32)")
-    g.add_argument("--max-len", type=int, default=None, help="tokens the KV cache holds (default: 2x the prompt)")
+    g = add_model_arguments(p, "models (when compiling a MODEL: its prefill and decode step)")
     g.add_argument("--save", metavar="FILE", help="also write the compiled model (for irforge generate --compiled)")
 
 
@@ -133,21 +129,7 @@ def _lowering_options(args, level: str) -> dict:
         points[where] = found
     if args.pass_pipeline is not None and (points["after"] or points["before"]):
         raise error("--after and --before insert into the default lowering; --pass-pipeline replaces it: use one")
-    return {"ir": level, "pipeline": args.pass_pipeline, "tuning": _tuning(args), **points}
-
-
-def _tuning(args) -> str | None:
-    """The tuning database to replay: the one named, else the default one if `irforge tune` made it."""
-    from irforge.diagnostics import error
-    from irforge.tune.db import default_path
-
-    if args.untuned or args.pass_pipeline is not None:
-        return None
-    if args.db is not None:
-        if not os.path.exists(args.db):
-            raise error(f"--db {args.db}: no such tuning database")
-        return args.db
-    return "" if default_path().exists() else None
+    return {"ir": level, "pipeline": args.pass_pipeline, "tuning": tuning_db(args), **points}
 
 
 def _hooks(args, err, timer) -> list:
@@ -165,12 +147,9 @@ def _hooks(args, err, timer) -> list:
 
 
 def _is_model(args) -> bool:
-    f = args.file
-    if f is None or f.endswith((".py", ".ir", ".mlir")):
-        return False  # decided without importing irforge.models (and transformers)
-    from irforge.models.configs import BUILTIN
+    from irforge.tune.command import names_a_model
 
-    return f in BUILTIN or os.path.isdir(f) or f.endswith(".json")
+    return names_a_model(args.file)
 
 
 def _compile_model_run(args, out, err) -> int:
@@ -188,6 +167,7 @@ def _compile_model_run(args, out, err) -> int:
         max_len=args.max_len,
         level=args.ir or "tensor",
         instrumentations=_hooks(args, err, Timer()),
+        tuning=tuning_db(args),
     )
     if args.save:
         save_compiled(model, args.save)
@@ -343,6 +323,7 @@ def _generate_arguments(p: argparse.ArgumentParser) -> None:
         help="a safetensors directory or a .gguf file (default: the model directory's safetensors, else random)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of random weights (default: 0)")
+    add_tuning_arguments(p)
     p.add_argument(
         "--compiled",
         metavar="FILE",
@@ -368,8 +349,12 @@ def _generate_run(args, out, err) -> int:
             "--interpret runs on the CPU\n"
         )
         return 1
+    from irforge.diagnostics import error
     from irforge.models.cli import generate
 
+    if args.compiled and (args.db or args.untuned):
+        raise error("--db and --untuned choose the schedules of a compile; --compiled runs one already compiled")
+    args.tuning = tuning_db(args)
     return generate(args, out, err)
 
 
@@ -378,6 +363,8 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
     from irforge.tune.command import add_arguments
 
     add_arguments(p)
+    g = add_model_arguments(p, "models (when tuning a MODEL: the kernels of its prefill and decode step)")
+    g.add_argument("--step", choices=["prefill", "decode"], help="only this step's kernels (default: both)")
 
 
 def _tune_run(args, out, err) -> int:

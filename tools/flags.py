@@ -75,6 +75,44 @@ def add_instrumentation_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--crash-reproducer", default=None, metavar="FILE", help="on a pass failure, write a reproducer")
 
 
+def add_tuning_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="the tuning database whose schedules to replay (default: $IRFORGE_TUNE_DB, else "
+        "~/.cache/irforge/tune.sqlite, when it exists)",
+    )
+    p.add_argument("--untuned", action="store_true", help="the heuristics' schedules, whatever `irforge tune` found")
+
+
+def tuning_db(args) -> str | None:
+    """The tuning database to replay (`--db`, `--untuned`): the one named, else the default one if `irforge tune`
+    made it; None for none (or where a `--pass-pipeline` replaces the default lowering)."""
+    import os
+
+    from irforge.diagnostics import error
+    from irforge.tune.db import default_path
+
+    if args.untuned or getattr(args, "pass_pipeline", None) is not None:
+        return None
+    if args.db is not None:
+        if not os.path.exists(args.db):
+            raise error(f"--db {args.db}: no such tuning database")
+        return args.db
+    return "" if default_path().exists() else None
+
+
+def add_model_arguments(p: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
+    """The sizes a MODEL is compiled for (`irforge compile MODEL`, `irforge tune MODEL`)."""
+    g = p.add_argument_group(title)
+    g.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="compute dtype (default: f32)")
+    g.add_argument("--batch", type=int, default=1, help="sequences per batch (default: 1)")
+    g.add_argument("--prompt-len", type=int, default=32, help="tokens of the prefill (default: 32)")
+    g.add_argument("--max-len", type=int, default=None, help="tokens the KV cache holds (default: 2x the prompt)")
+    return g
+
+
 def names(csv: str) -> list[str]:
     return [x for x in csv.split(",") if x]
 

@@ -72,6 +72,12 @@ def describe(model: CompiledModel, **print_options) -> str:
     return "".join(out)
 
 
+def instances_of(step: ModelStep, segment: str) -> str:
+    """` x22`: how many layers run a segment ("" for one outside the layers)."""
+    users = step.users(segment)
+    return f" x{len(users)}" if any(users) else ""
+
+
 def _ranges(scopes: list[str]) -> str:
     """`model.layers.0 .. model.layers.21` for a run of consecutive layers (else the list)."""
     import re
@@ -166,6 +172,7 @@ def compile_model(
     cache: bool = True,
     parallel: bool = True,
     instrumentations=(),
+    tuning: str | None = None,
 ) -> CompiledModel:
     """Capture and lower a model's prefill (`prompt_len` tokens) and decode step, for a cache of `max_len` tokens
     (default: twice the prompt). `spec` is a built-in name, a model directory, a config.json, or an HF config.
@@ -174,6 +181,8 @@ def compile_model(
     costs seconds to start, which only a large model repays); at the cuda level each
     distinct kernel is also compiled by NVRTC for the default target (its cubin cache is the runtime's). The result
     is cached on disk, keyed by the config, the sizes, the level and the sources of irforge, torch and transformers.
+    `tuning` replays the tuned schedules of that tuning database ("" for the default one; `irforge tune MODEL`
+    fills it), its winners part of the cache key.
     """
     from irforge.cache import cache_root
 
@@ -184,7 +193,8 @@ def compile_model(
     max_len = max_len or 2 * prompt_len
     check_sizes(config, batch, prompt_len, max_len)
     spec_name = spec if isinstance(spec, str) else type(config).__name__
-    jobs = [(config, name, dtype, batch, seq, max_len, level) for name, seq in (("prefill", prompt_len), ("decode", 1))]
+    sizes = (("prefill", prompt_len), ("decode", 1))
+    jobs = [(config, name, dtype, batch, seq, max_len, level, tuning) for name, seq in sizes]
     path = cache_root() / "models" / f"{_cache_key(jobs)}.json" if cache else None
     t, cpu = time.perf_counter(), _cpu_seconds()
     if path is not None and path.exists():
@@ -281,13 +291,13 @@ def _in_workers(jobs) -> list:
     return results
 
 
-def _compile_step(config, name, dtype, batch, seq, max_len, level, instrumentations=()) -> dict:
+def _compile_step(config, name, dtype, batch, seq, max_len, level, tuning, instrumentations=()) -> dict:
     """One step captured and lowered (a worker's job): its serialized form, param types and timings."""
     t = time.perf_counter()
     step, params = capture_step(config, name, dtype, batch, seq, max_len)
     seconds = {f"capture {name}": time.perf_counter() - t}
     t = time.perf_counter()
-    lower(step, level, instrumentations)
+    lower(step, level, instrumentations, tuning)
     seconds[f"lower {name}"] = time.perf_counter() - t
     if level == "cuda":
         t = time.perf_counter()
@@ -318,8 +328,15 @@ def _cache_key(jobs) -> str:
     import torch
     import transformers
 
-    config = jobs[0][0]
+    from irforge.tune.db import TuneDB
+
+    config, tuning = jobs[0][0], jobs[0][-1]
+    winners = None
+    if tuning is not None:
+        db = TuneDB.existing(tuning or None)
+        winners = db.winners_digest() if db else "none"
     what = [config.to_json_string(), [j[1:] for j in jobs], code_version(), torch.__version__, transformers.__version__]
+    what.append(winners)
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

@@ -98,6 +98,7 @@ def _compiled(args, config, prompt_len: int, err):
             prompt_len=prompt_len,
             max_len=prompt_len + args.tokens,
             level=level,
+            tuning=args.tuning,
         )
         err.write(model.summary() + "\n")
         return model

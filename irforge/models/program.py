@@ -283,9 +283,10 @@ def repeat_layers(step: ModelStep, layers: str, n: int, types: dict) -> bool:
 
 
 # ---- lowering --------------------------------------------------------------------------------------------------
-def lower(step: ModelStep, level: str, instrumentations=()) -> None:
+def lower(step: ModelStep, level: str, instrumentations=(), tuning: str | None = None) -> None:
     """Lower every distinct segment to `level` with the default lowering, its kernels named after the segment
-    (`layer_k_linear`) once they exist, so that the segments' kernels never clash in one program."""
+    (`layer_k_linear`) once they exist, so that the segments' kernels never clash in one program; `tuning` (a
+    tuning database's path, "" for the default one) replays tuned schedules."""
     from irforge.compiler import lowering
     from irforge.dialect import LEVELS
     from irforge.instrumentation import VerifyEach
@@ -295,17 +296,18 @@ def lower(step: ModelStep, level: str, instrumentations=()) -> None:
     at = LEVELS.index(step.level)
     stops = [lvl for lvl in ("loop", level) if at < LEVELS.index(lvl) <= LEVELS.index(level)]
     for seg in step.segments.values():
-        done = len(lowering(step.level))
+        done = len(lowering(step.level, tuning=tuning))
         for stop in dict.fromkeys(stops):
-            schedule = lowering(stop)[done:]
+            schedule = lowering(stop, tuning=tuning)[done:]
             PassManager(schedule, [VerifyEach(), *instrumentations], schedule_text(schedule)).run(seg.module)
             done += len(schedule)
             if stop == "loop":
-                _prefix_kernels(seg)
+                prefix_kernels(seg)
     step.level = level
 
 
-def _prefix_kernels(seg: Segment) -> None:
+def prefix_kernels(seg: Segment) -> None:
+    """Name the segment's kernels after it (`layer_k_linear`): kernels of several segments share one program."""
     from irforge.dialects.loop import KernelOp
 
     for op in seg.module.walk():

@@ -22,7 +22,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from irforge.bench import SUITES
 
     src = p.add_mutually_exclusive_group()
-    src.add_argument("file", nargs="?", help="a Python file defining `model` and `example_inputs`")
+    src.add_argument(
+        "file",
+        nargs="?",
+        help="a Python file defining `model` and `example_inputs`; or a MODEL: a built-in (tinyllama-1.1b, "
+        "qwen2.5-7b, smollm2-135m), an HF model directory or config.json (its prefill and decode step)",
+    )
     src.add_argument("-c", dest="snippet", metavar="EXPR", help="a Python snippet whose last expression is the program")
     src.add_argument("--suite", choices=list(SUITES), help="the cases of a benchmark suite")
     p.add_argument("--cases", metavar="GLOB[,GLOB]", help="with --suite: only these cases")
@@ -47,6 +52,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", action="store_true", help="list what the database holds for the program(s)")
     p.add_argument("--export", metavar="FILE", help="write the database's winners as a winners file and stop")
     p.add_argument("-v", dest="verbose", action="count", default=0, help="every candidate's result as it comes")
+
+
+def names_a_model(file: str | None) -> bool:
+    """Whether a command's file argument names a MODEL (a built-in, an HF model directory or config.json) rather
+    than a program (a .py file, or IR)."""
+    import os
+
+    if file is None or file.endswith((".py", ".ir", ".mlir")):
+        return False  # decided without importing irforge.models (and transformers)
+    from irforge.models.configs import BUILTIN
+
+    return file in BUILTIN or os.path.isdir(file) or file.endswith(".json")
 
 
 def run(args, out, err) -> int:
@@ -168,10 +185,37 @@ def _programs(args, prefix, err) -> list[tuple[str, object]]:
 
         return [(c.id, loop_module(c.id, lambda c=c: capture_case(c, prefix), args.cache)) for c in
                 select(suite(args.suite), args.cases)]  # fmt: skip
+    if names_a_model(args.file):
+        return model_programs(args, prefix)
     name = args.file or "<snippet>"
     source = Path(args.file).read_text() if args.file else args.snippet
     return [(Path(name).stem if args.file else "snippet", loop_module(name + source, lambda: _capture(args, prefix),
                                                                        args.cache))]  # fmt: skip
+
+
+def model_programs(args, prefix) -> list[tuple[str, object]]:
+    """A MODEL's prefill and decode step captured as `irforge compile MODEL` captures them (at --dtype, --batch,
+    --prompt-len and --max-len; --step: one of them), each distinct segment lowered to the tuning level once: the
+    decoder layers' kernels are one program (`decode:layer x22`), tuned once for all of them."""
+    from irforge.models import capture_step, instances_of
+    from irforge.models.configs import load_config
+    from irforge.models.hf import check_sizes
+    from irforge.models.program import prefix_kernels
+    from irforge.pass_manager import PassManager
+
+    config = load_config(args.file)
+    max_len = args.max_len or 2 * args.prompt_len
+    check_sizes(config, args.batch, args.prompt_len, max_len)
+    out = []
+    for step_name, seq in (("prefill", args.prompt_len), ("decode", 1)):
+        if args.step not in (None, step_name):
+            continue
+        step, _ = capture_step(config, step_name, args.dtype, args.batch, seq, max_len)
+        for seg in step.segments.values():
+            PassManager(prefix).run(seg.module)
+            prefix_kernels(seg)
+            out.append((f"{step_name}:{seg.name}{instances_of(step, seg.name)}", seg.module))
+    return out
 
 
 def loop_module(identity: str, make, cache: str | None):
