@@ -397,24 +397,35 @@ def test_the_committed_winners_are_of_the_current_schedule():
 
 
 # ---- models ------------------------------------------------------------------------------------------------------
-def test_a_model_tunes_each_distinct_kernel_once_and_compile_replays_it(tmp_path):
-    """`irforge tune MODEL` takes the kernels of the model's prefill and decode step, the decoder layer's once for
-    all its layers; a winner recorded for one of them is what `irforge compile MODEL` replays."""
-    import argparse
-
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory) -> str:
     import transformers
 
-    from irforge.tune.command import model_programs
-
+    path = tmp_path_factory.mktemp("models") / "llama"
     transformers.LlamaConfig(
         vocab_size=128, hidden_size=64, intermediate_size=172, num_hidden_layers=3, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=64,
-    ).save_pretrained(tmp_path / "llama")  # fmt: skip
-    model = str(tmp_path / "llama")
+    ).save_pretrained(path)  # fmt: skip
+    return str(path)
+
+
+def model_programs(model: str, step: str | None = None):
+    import argparse
+
+    from irforge.tune.command import model_programs
+
+    prefix, _ = split_lowering()
+    return model_programs(argparse.Namespace(file=model, dtype="f32", batch=1, prompt_len=5, max_len=8, step=step),
+                          prefix)  # fmt: skip
+
+
+def test_a_model_tunes_each_distinct_kernel_once_and_compile_replays_it(tiny_llama, tmp_path):
+    """`irforge tune MODEL` takes the kernels of the model's prefill and decode step, the decoder layer's once for
+    all its layers; a winner recorded for one of them is what `irforge compile MODEL` replays."""
+    model = tiny_llama
     sizes = ["--prompt-len", "5", "--max-len", "8"]
-    prefix, suffix = split_lowering()
-    args = argparse.Namespace(file=model, dtype="f32", batch=1, prompt_len=5, max_len=8, step=None)
-    programs = model_programs(args, prefix)
+    _, suffix = split_lowering()
+    programs = model_programs(model)
     assert [name for name, _ in programs] == [
         "prefill:prologue", "prefill:layer x3", "prefill:epilogue",
         "decode:prologue", "decode:layer x3", "decode:epilogue",
@@ -437,3 +448,32 @@ def test_a_model_tunes_each_distinct_kernel_once_and_compile_replays_it(tmp_path
     kernel = decode[decode.index("tile.kernel @layer_k_mean") :].splitlines()[0]
     assert "tune = {tile-cooperative-reduce = {threads = 32}}" in kernel and "block(32)" in kernel
     assert tuned.count("tune =") == 1
+
+
+def test_a_kernel_updating_the_cache_is_isolated_with_the_cache_as_state(tiny_llama):
+    """The decode step's kernel that writes the new token's key and value into the KV cache (a state, updated in
+    place) is isolated with the cache as a state of its own: what the kernel leaves unwritten is the cache's, so
+    the reference and a candidate can be compared whole (unwritten result buffers held garbage, and the
+    baseline itself compared as wrong). On the loop interpreter the new cache is the old one but for the
+    position written."""
+    import numpy as np
+
+    from irforge.interpreter import interpret
+    from irforge.tune.space import isolate, kernels_of
+
+    (layer,) = [m for name, m in model_programs(tiny_llama, "decode") if name.startswith("decode:layer")]
+    writers = [k for k in kernels_of(layer) if "state" in isolate(k).body.ops[0].attributes]
+    assert len(writers) == 1
+    func = isolate(writers[0]).body.ops[0]
+    assert func.state_names() == ("k_cache", "v_cache")
+    rng = np.random.default_rng(0)
+    position = 3
+    inputs = [
+        np.full(a.type.shape, position, np.int64) if a.type.dtype.name == "i64" else
+        rng.standard_normal(a.type.shape).astype(np.float32)
+        for a in func.body.args
+    ]  # fmt: skip
+    outputs = interpret(isolate(writers[0]), inputs)
+    for _, arg, pos in func.state_pairs():
+        before, after = inputs[func.body.args.index(arg)], outputs[pos]
+        assert {int(i) for i in np.argwhere(before != after)[:, 2]} == {position}

@@ -86,7 +86,7 @@ def prepare(kernel: str, reference_text: str, tolerance: float) -> dict:
         exe = _executor(reference_text)
         gen = torch.Generator(device="cuda").manual_seed(int(kernel[:8], 16))
         inputs = [_random(exe.input_types[i], gen) for i in range(len(exe.input_types))]
-        reference = [o.clone() for o in exe(*inputs)]
+        reference = [o.clone() for o in _outputs(exe, inputs)]
         torch.cuda.synchronize()
     except Exception as e:
         return _failure(e)
@@ -111,7 +111,7 @@ def measure(kernel: str, programs: dict[str, str], settings: dict) -> dict:
     for name, text in programs.items():
         try:
             exe = _executor(text)
-            result = exe(*inputs)
+            result = _outputs(exe, inputs)
             torch.cuda.synchronize()
         except Exception as e:
             failure = _failure(e)
@@ -148,6 +148,12 @@ def _executor(text: str):
     from irforge.runtime import Executor
 
     return Executor(parse_module(text, "<candidate>"))
+
+
+def _outputs(exe, inputs) -> list:
+    """A call's outputs and, after them, the states it updated in place (a kernel that writes a KV cache): both are
+    what a candidate must get right."""
+    return [*exe(*inputs), *exe.state.values()]
 
 
 def _random(t, gen):

@@ -147,27 +147,45 @@ def set_tune(module: Operation, point: dict) -> None:
 # ---- isolated kernels ------------------------------------------------------------------------------------------
 def isolate(kernel: Operation) -> ModuleOp:
     """A module holding `kernel` alone: a function of the buffers it reads (in order of first use) returning the
-    buffers it writes. Raises an IRForgeError when the kernel uses a value that is not a buffer (it cannot run
-    alone)."""
+    buffers it writes. A buffer its function returns as a state (a KV cache, updated in place) stays one: the
+    isolated function takes it and returns it as that state, so that what the kernel leaves unwritten is the
+    state's, as in the program. Raises an IRForgeError when the kernel uses a value that is not a buffer (it
+    cannot run alone)."""
     outside: list = []
     for op in kernel.walk():
         for v in op.operands:
             if v not in outside and not _defined_within(v, kernel):
                 outside.append(v)
     written = [v for v in outside if isinstance(v, OpResult) and _is_written_by(v, kernel)]
-    read = [v for v in outside if v not in written]
-    buffer_op = {v: v.op for v in written}
+    states = _states_written(kernel, written)
+    entries = [arg for _, arg in states.values()]
+    read = [v for v in outside if v not in written and v not in entries]
+    results = [v for v in written if v not in states] + list(states)
     if any(not hasattr(v.type, "shape") for v in outside):
         raise error("the kernel uses a value that is not a buffer: it cannot be tuned alone", kernel.loc)
-    func = FuncOp.build("forward", [v.type for v in read], [v.type for v in written], [v.name_hint for v in read])
-    vm = dict(zip(read, func.body.args))
+    args = read + [arg for _, arg in states.values()]
+    attrs = {"state": tuple(name for name, _ in states.values())} if states else None
+    func = FuncOp.build("forward", [v.type for v in args], [v.type for v in results], [v.name_hint for v in args],
+                        attributes=attrs)  # fmt: skip
+    vm = dict(zip(args, func.body.args))
     for v in written:
-        func.body.append(buffer_op[v].clone(vm))
+        func.body.append(v.op.clone(vm))
     func.body.append(kernel.clone(vm))
-    func.body.append(ReturnOp([vm[v] for v in written]))
+    func.body.append(ReturnOp([vm[v] for v in results]))
     module = ModuleOp()
     module.body.append(func)
     return module
+
+
+def _states_written(kernel: Operation, written: list) -> dict:
+    """{buffer: (state name, the state's argument)} for each written buffer its function returns as a state."""
+    func = kernel.parent_op
+    while func is not None and not isinstance(func, FuncOp):
+        func = func.parent_op
+    if func is None or not func.state_names():
+        return {}
+    ret = func.body.ops[-1]
+    return {ret.operands[pos]: (name, arg) for name, arg, pos in func.state_pairs() if ret.operands[pos] in written}
 
 
 def _defined_within(v, op: Operation) -> bool:
