@@ -9,7 +9,7 @@ from irforge import index_expr as ix
 from irforge.ir import Block, Operation, Value
 from irforge.pass_manager import Choices, Pass, option
 from irforge.target import target
-from irforge.types import index
+from irforge.types import TensorType, index
 
 
 class KernelDependentLaunch(Pass):
@@ -26,10 +26,15 @@ class KernelDependentLaunch(Pass):
     the runtime launches such kernels with programmatic stream serialization. A kernel that already waits is left
     alone (idempotent); before sm_90 the pass does nothing. On an H100 it takes 1% off a TinyLlama decode step and
     most from split-K products, whose zeroing kernel it overlaps (bench/results/dependent_launch-h100-2026-11-26).
+    A buffer the kernel gathers from (addressed with values it loaded: an embedding table) is no weight.
+
     The prefetch is off by default: it helps a kernel whose launch before leaves the memory idle (the o projection
     after attention) but costs more where the launch before streams (the down projection's, issued while gate/up
     streams) or is a short kernel it floods (gate/up's, behind the norm before it): TinyLlama bf16 decode 1.103 ms
-    a step with it at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26).
+    a step with it at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26). `prefetch-when=idle` keeps it to
+    what the launch before leaves time for (`IDLE_LAUNCH_S` at the DRAM's rate, less that launch's bytes; none
+    behind a block's first launch): on an H200, 1.5-2.1% off the same step (0.5 share) in four interleaved runs,
+    where every kernel's prefetch cost 6% and a 2 us window 1% (bench/results/decode_prefetch-h200-2026-11-28).
     """
 
     name = "kernel-dependent-launch"
@@ -38,6 +43,12 @@ class KernelDependentLaunch(Pass):
         0.0,
         domain=Choices((0.0, 0.25, 0.5, 1.0)),
         help="most of the L2 one kernel's weight prefetch may fill, as a fraction (0: no prefetch)",
+    )
+    prefetch_when: str = option(
+        "always",
+        domain=Choices(("always", "idle")),
+        help="which kernels prefetch: always; idle: behind a launch that leaves the memory idle, as much as it "
+        "leaves time for",
     )
 
     def run(self, op: Operation) -> None:
@@ -53,17 +64,39 @@ class KernelDependentLaunch(Pass):
                 continue
             weights = _weights(kernel, launches)
             budget = self.prefetch_l2_share * target().l2_bytes
+            if self.prefetch_when == "idle":
+                budget = min(budget, min(_idle_bytes(launch) for launch in launches))
             share = min(1.0, budget / sum(weights.values())) if weights and budget else 0.0
             _add_prologue(kernel, weights if share else {}, share)
             what = f", prefetching {share:.0%} of {sum(weights.values())} weight bytes into L2" if share else ""
             self.remark(kernel, f"launched as a dependent of the launch before it{what}")
 
 
+# A launch that moves little still takes about this long (its launch, its first loads' latency, its stores; in a
+# CUDA graph under dependent launch): the time the memory idles behind it, which the next kernel's prefetch fills.
+# TinyLlama's decode step on an H200: 3 us (10 MB: the o and q/k projections' weights whole) ran best, 2 us slower
+# than no prefetch (bench/results/decode_prefetch-h200-2026-11-28).
+IDLE_LAUNCH_S = 3e-6
+
+
+def _idle_bytes(launch: K.LaunchOp) -> int:
+    """What the memory could move while the launch before `launch` runs and leaves it idle: `IDLE_LAUNCH_S` at
+    the DRAM's rate, less the bytes of that launch's buffers; 0 where `launch` is its block's first (the launch
+    before it is not known)."""
+    ops = launch.parent.ops
+    before = [o for o in ops[: ops.index(launch)] if isinstance(o, K.LaunchOp)]
+    if not before:
+        return 0
+    moved = sum(v.type.numel * v.type.dtype.bytes for v in set(before[-1].args) if isinstance(v.type, TensorType))
+    return max(0, int(IDLE_LAUNCH_S * target().dram_bytes_per_s) - moved)
+
+
 def _weights(kernel: K.KernelFuncOp, launches: list[K.LaunchOp]) -> dict[int, int]:
-    """Bytes of each pointer parameter bound to the same-sized `kernel.param` at every launch, by position."""
+    """Bytes of each pointer parameter bound to the same-sized `kernel.param` at every launch, by position; not one
+    the kernel gathers from (an embedding table: it reads a few rows, not the whole)."""
     out = {}
     for i, t in enumerate(kernel.attributes["function_type"].inputs):
-        if not isinstance(t, PtrType):
+        if not isinstance(t, PtrType) or _gathered(kernel, kernel.body.args[i]):
             continue
         sizes = set()
         for launch in launches:
@@ -116,3 +149,25 @@ def _linear(kb: KernelBuilder, dims, axis) -> Value:
             expr = Val(axis(d)) * scale + expr
             scale *= n
     return kb.index(expr)
+
+
+def _gathered(kernel: K.KernelFuncOp, ptr: Value) -> bool:
+    """Whether the kernel addresses `ptr` with values it loaded (the rows a gather's indices pick)."""
+    for op in kernel.walk():
+        if op.operands and op.operands[0] is ptr and any(_loaded(v) for v in op.operands[1:]):
+            return True
+    return False
+
+
+def _loaded(v: Value) -> bool:
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        owner = x.owner if isinstance(x.owner, Operation) else None
+        if owner is None or id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if isinstance(owner, K.LoadOp):
+            return True
+        todo.extend(owner.operands)
+    return False
