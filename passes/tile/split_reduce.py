@@ -76,10 +76,14 @@ class TileSplitReduce(Pass):
         for r, shared in found:
             if self.splits > 1 and r.extents[0] % self.splits:
                 return f"splits={self.splits} does not divide the reduction's {r.extents[0]} trips"
+            if self.across == "warps" and self._shares(op, r, "warps") > 1:
+                why = _threads_apart(op, r, "among warps")
+                if why:
+                    return f"across=warps: {why}"
             shares = self._shares(op, r)
             why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
             if self.via == "cluster" and shares > 1:
-                why = cluster.why_not(shares) or _threads_apart(op, r)
+                why = cluster.why_not(shares) or _threads_apart(op, r, "through a cluster")
             if why is not None and self.across != "warps":
                 return f"via={self.via}: {why}"
         return None
@@ -89,8 +93,8 @@ class TileSplitReduce(Pass):
             return
         for r, shared in candidates(op):
             across = self._across(op, r)
-            if across == "warps" and _free_axis(op, across) is None:
-                across = "blocks"  # what auto picked, where no thread axis is left, falls back to blocks
+            if across == "warps" and (_free_axis(op, across) is None or _threads_apart(op, r, "among warps")):
+                across = "blocks"  # what auto picked, where no thread axis is left or not all meet, falls back
             if _free_axis(op, across) is None:
                 continue
             s = self._shares(op, r, across)
@@ -151,13 +155,13 @@ def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
     return None
 
 
-def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp) -> str | None:
-    """Why the blocks' threads would not all meet at a cluster's combine beside `r` (None: they would): a loop
-    around it whose trips differ between a block's threads."""
+def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp, how: str) -> str | None:
+    """Why a block's threads would not all meet at a combine `how` (through a cluster, among warps: barriers)
+    beside `r` (None: they would): a loop around it whose trips differ between a block's threads."""
     for lp in T.enclosing_loops(r):
         if any(a in T.THREAD_AXES for a in lp.bind) and not lp.block_uniform(kernel):
             return (
-                f"a cluster's combine needs all of a block's threads, but the loop over {', '.join(lp.bind)} around "
+                f"a combine {how} needs all of a block's threads, but the loop over {', '.join(lp.bind)} around "
                 f"it gives its {lp.units(kernel)} units {lp.work_items} work items"
             )
     return None
