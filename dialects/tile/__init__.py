@@ -763,8 +763,8 @@ def linear_terms(e) -> list[tuple]:
 def fit_grid(kernel: KernelOp) -> None:
     """Size the grid so that every loop distributed over a block axis gets one unit per work item (fewer where
     CUDA's limits say so: the loops are then strided). Axes no loop is distributed over get one block. An axis a
-    reduction is split over (`tile-split-reduce`) has one block per share: the loops after the split that share
-    it stride over those blocks."""
+    reduction is split over and combined through a cluster has one block per share (the cluster is those
+    blocks): the loops after the split that share it stride over them."""
     need = dict.fromkeys(BLOCK_AXES, 1)
     shares: dict[str, int] = {}
     for lp in kernel.walk():
@@ -773,11 +773,15 @@ def fit_grid(kernel: KernelOp) -> None:
                 if a in need:
                     others = math.prod(kernel.axis_size(b) for b in lp.bind if b != a)
                     need[a] = max(need[a], -(-lp.work_items // others))
-                    if isinstance(lp, ReduceOp):
+                    if isinstance(lp, ReduceOp) and _combined_in_cluster(lp):
                         shares[a] = max(shares.get(a, 1), need[a])
     need.update(shares)
     for a, n in need.items():
         kernel.set_axis_size(a, min(n, target().max_grid[BLOCK_AXES.index(a)]))
+
+
+def _combined_in_cluster(r: ReduceOp) -> bool:
+    return any(isinstance(u, CombineOp) and u.attributes.get("via") == "cluster" for v in r.results for u in v.users)
 
 
 # ---- syntax ----------------------------------------------------------------------------------------------------
