@@ -62,6 +62,8 @@ SCHEDULE_OPTIONS = {
         "{splits=4 via=partials}",
         "{splits=2 across=warps}",
         "{splits=4 across=warps}",
+        "{splits=2 via=cluster}",
+        "{splits=4 via=cluster}",
     ],
     "tile-vectorize": ["", "{width=1}", "{width=2}", "{width=4}"],
     "tile-stage-inputs": ["", "{max-bytes=4096}"],

@@ -140,10 +140,12 @@ def candidates(kernel: T.KernelOp) -> list[tuple[T.ReduceOp, T.CombineOp | None]
 
 
 def _sliced(r: T.ReduceOp) -> bool:
-    """Whether `r` is a reduction sliced among warps: over threadIdx.y, its body a share with its monoids."""
+    """Whether `r` is a reduction sliced among warps: over threadIdx.y, its body a share with its monoids (and,
+    where the share is the block's threads', their combine)."""
     body = [op for op in r.body.ops if not isinstance(op, T.YieldOp)]
-    share = len(body) == 1 and isinstance(body[0], T.ReduceOp)
-    return "threadIdx.y" in r.bind and share and body[0].attributes["monoids"] == r.attributes["monoids"]
+    inner = body[0] if body and isinstance(body[0], T.ReduceOp) else None
+    share = inner is not None and (len(body) == 1 or body[1:] == [_completing_combine(inner)])
+    return "threadIdx.y" in r.bind and share and inner.attributes["monoids"] == r.attributes["monoids"]
 
 
 def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
