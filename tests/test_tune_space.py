@@ -8,6 +8,8 @@ import random
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from irforge import frontend
 from irforge.compiler import compile_program
@@ -181,6 +183,61 @@ def test_no_refused_point_is_a_leaf_of_the_whole_pipeline():
     sampled = [tuple(rng.choice(d.values) for d in space.decisions) for _ in range(150)]
     legal = [d for d in (legal_digest(space, v) for v in sampled) if d is not None]
     assert legal and set(legal) <= digests
+
+
+RANDOM_POINT_KERNELS = {
+    "softmax": "torch.softmax(torch.randn(64,300),-1)",
+    "decode attention": "import torch.nn.functional as F; q=torch.randn(2,8,1,64,dtype=torch.bfloat16); "
+    "k=torch.randn(2,2,256,64,dtype=torch.bfloat16); F.scaled_dot_product_attention(q,k,k,enable_gqa=True)",
+    "linear": "import torch.nn.functional as F; "
+    "F.linear(torch.randn(64,256,dtype=torch.bfloat16), torch.randn(192,256,dtype=torch.bfloat16))",
+}
+
+
+@pytest.fixture(scope="module")
+def random_point_spaces():
+    return {name: Space(isolate(loop_kernels(snippet)[0]), SUFFIX) for name, snippet in RANDOM_POINT_KERNELS.items()}
+
+
+@settings(max_examples=24, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(sorted(RANDOM_POINT_KERNELS)), data=st.data())
+def test_a_point_the_schedule_passes_accept_lowers_to_cuda(random_point_spaces, name, data):
+    """A legal program never fails inside the compiler: for any point of the tuner's space (any value of every
+    decision, drawn at random) that the schedule passes accept, the passes after them (lower-to-kernel,
+    kernel-to-cuda) lower it. Random points found a tensorized attention left unstaged, a cluster's combine its
+    threads could not all reach, a slice among warps likewise and a grid grown past a cluster's shares, each a
+    failure in lower-to-kernel."""
+    space = random_point_spaces[name]
+    values = tuple(data.draw(st.sampled_from(d.values), label=d.name) for d in space.decisions)
+    _refused_or_lowered(space, space.point(values))
+
+
+@pytest.mark.parametrize(
+    "name, point",
+    [
+        ("softmax", {"tile-cooperative-reduce": {"threads": 2}, "tile-blockify": {"threads": 16},
+                     "tile-split-reduce": {"splits": 4, "via": "cluster"}, "tile-vectorize": {"width": 16}}),
+        ("softmax", {"tile-cooperative-reduce": {"threads": 1}, "tile-blockify": {"threads": 256},
+                     "tile-split-reduce": {"splits": 6, "via": "cluster"}}),
+        ("softmax", {"tile-cooperative-reduce": {"threads": 1}, "tile-blockify": {"threads": 256},
+                     "tile-split-reduce": {"splits": 3, "across": "warps"}}),
+        ("decode attention", {"tile-stage-inputs": {"max-bytes": 4096}}),
+    ],
+)  # fmt: skip
+def test_points_that_failed_in_lower_to_kernel(random_point_spaces, name, point):
+    """The points random draws found failing after the schedule passes accepted them (see above)."""
+    _refused_or_lowered(random_point_spaces[name], point)
+
+
+def _refused_or_lowered(space: Space, point: dict) -> None:
+    m = space.module.clone()
+    set_tune(m, point)
+    try:
+        PassManager(SUFFIX[: space.end]).run(m)
+    except IRForgeError:
+        return  # refused by a schedule pass: the tuner prunes it
+    PassManager(SUFFIX[space.end :]).run(m)
+    assert any(op.name == "cuda.kernel" for op in m.body.ops)
 
 
 def test_static_limits():
