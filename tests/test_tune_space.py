@@ -222,10 +222,12 @@ def test_a_point_the_schedule_passes_accept_lowers_to_cuda(random_point_spaces, 
         ("softmax", {"tile-cooperative-reduce": {"threads": 1}, "tile-blockify": {"threads": 256},
                      "tile-split-reduce": {"splits": 3, "across": "warps"}}),
         ("decode attention", {"tile-stage-inputs": {"max-bytes": 4096}}),
+        ("decode attention", {"tile-blockify": {"threads": 1}}),  # tile-tensorize divided by the block's warps
     ],
 )  # fmt: skip
 def test_points_that_failed_in_lower_to_kernel(random_point_spaces, name, point):
-    """The points random draws found failing after the schedule passes accepted them (see above)."""
+    """The points random draws found failing after the schedule passes accepted them (see above), and one where a
+    schedule pass itself failed (a block of one thread: tile-tensorize counted no warp)."""
     _refused_or_lowered(random_point_spaces[name], point)
 
 

@@ -732,6 +732,14 @@ def bound_axes(op: Operation) -> set[str]:
     return {a for lp in enclosing_loops(op) for a in lp.bind}
 
 
+def uneven_loop(kernel: KernelOp, op: Operation) -> LoopOp | None:
+    """The first loop around `op` distributed over threads whose trips differ between a block's threads (a barrier
+    at `op` would not be reached by all of them), or None."""
+    return next(
+        (lp for lp in enclosing_loops(op) if set(lp.bind) & set(THREAD_AXES) and not lp.block_uniform(kernel)), None
+    )
+
+
 def axes_used_within(op: Operation) -> set[str]:
     """Hardware axes the loops and combines inside `op` (and `op` itself) distribute or combine over."""
     out = set()

@@ -163,7 +163,7 @@ def isolate(kernel: Operation) -> ModuleOp:
     results = [v for v in written if v not in states] + list(states)
     if any(not hasattr(v.type, "shape") for v in outside):
         raise error("the kernel uses a value that is not a buffer: it cannot be tuned alone", kernel.loc)
-    args = read + [arg for _, arg in states.values()]
+    args = read + entries
     attrs = {"state": tuple(name for name, _ in states.values())} if states else None
     func = FuncOp.build("forward", [v.type for v in args], [v.type for v in results], [v.name_hint for v in args],
                         attributes=attrs)  # fmt: skip

@@ -160,13 +160,13 @@ def _completing_combine(r: T.ReduceOp) -> T.CombineOp | None:
 def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp, how: str) -> str | None:
     """Why a block's threads would not all meet at a combine `how` (through a cluster, among warps: barriers)
     beside `r` (None: they would): a loop around it whose trips differ between a block's threads."""
-    for lp in T.enclosing_loops(r):
-        if any(a in T.THREAD_AXES for a in lp.bind) and not lp.block_uniform(kernel):
-            return (
-                f"a combine {how} needs all of a block's threads, but the loop over {', '.join(lp.bind)} around "
-                f"it gives its {lp.units(kernel)} units {lp.work_items} work items"
-            )
-    return None
+    lp = T.uneven_loop(kernel, r)
+    if lp is None:
+        return None
+    return (
+        f"a combine {how} needs all of a block's threads, but the loop over {', '.join(lp.bind)} around it gives "
+        f"its {lp.units(kernel)} units {lp.work_items} work items"
+    )
 
 
 def _free_axis(kernel: T.KernelOp, across: str) -> str | None:

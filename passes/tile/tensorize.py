@@ -84,7 +84,7 @@ class TileTensorize(Pass):
     def _warps(self, kernel: T.KernelOp, loop: T.ForOp, family: str) -> tuple[int, int] | None:
         atom = self._atom(loop, family)
         count = kernel.threads // target().warp_size
-        if atom is None:
+        if atom is None or count == 0:  # a block of less than a warp holds no atom
             return None
         if isinstance(_operands(loop), fragments.AttentionOperands):
             # each warp takes whole rows of O, so a row's scores, max and exp(x - m) stay in its lanes (on wgmma a

@@ -91,14 +91,12 @@ def unmaterializable(kernel: T.KernelOp) -> tuple[Operation, str] | None:
         block_wide = isinstance(op, T.StageOp) or (
             isinstance(op, T.CombineOp) and (op.over[0] in T.THREAD_AXES or clusters.via_cluster(op))
         )
-        if block_wide:  # a combine through atomics needs no thread beside it; one through a cluster, all of them
-            for lp in T.enclosing_loops(op):
-                if any(a in T.THREAD_AXES for a in lp.bind) and not lp.block_uniform(kernel):
-                    return op, (
-                        f"needs its block's threads together, but it sits in a loop distributed over "
-                        f"{', '.join(lp.bind)} whose {lp.work_items} work items do not split evenly over "
-                        f"{lp.units(kernel)} units"
-                    )
+        lp = T.uneven_loop(kernel, op) if block_wide else None  # atomics need no thread beside; a cluster, all
+        if lp is not None:
+            return op, (
+                f"needs its block's threads together, but it sits in a loop distributed over {', '.join(lp.bind)} "
+                f"whose {lp.work_items} work items do not split evenly over {lp.units(kernel)} units"
+            )
         if isinstance(op, T.LoopOp) and op.vector > 1:
             why = vectors.why_not(op)
             if why:
