@@ -199,7 +199,9 @@ def random_point_spaces():
     return {name: Space(isolate(loop_kernels(snippet)[0]), SUFFIX) for name, snippet in RANDOM_POINT_KERNELS.items()}
 
 
-@settings(max_examples=24, deadline=None, suppress_health_check=list(HealthCheck))
+# Derandomized: the same points every run, so that CI fails on a change, not on a draw; to search further, run it
+# randomized with more examples.
+@settings(max_examples=24, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(name=st.sampled_from(sorted(RANDOM_POINT_KERNELS)), data=st.data())
 def test_a_point_the_schedule_passes_accept_lowers_to_cuda(random_point_spaces, name, data):
     """A legal program never fails inside the compiler: for any point of the tuner's space (any value of every
