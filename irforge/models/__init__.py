@@ -161,6 +161,11 @@ def _drop_wrapper_prefix(func, scopes: dict, prefix: str) -> dict:
     return {op: strip(s) for op, s in scopes.items()}
 
 
+# A step's worker process costs seconds to start (torch, transformers); a model this wide (every published one)
+# takes longer to capture and lower than that, a test's tiny config (hidden size 64) far less.
+PARALLEL_MIN_HIDDEN = 512
+
+
 def compile_model(
     spec,
     *,
@@ -170,15 +175,16 @@ def compile_model(
     max_len: int | None = None,
     level: str = "cuda",
     cache: bool = True,
-    parallel: bool = True,
+    parallel: bool | None = None,
     instrumentations=(),
     tuning: str | None = None,
 ) -> CompiledModel:
     """Capture and lower a model's prefill (`prompt_len` tokens) and decode step, for a cache of `max_len` tokens
     (default: twice the prompt). `spec` is a built-in name, a model directory, a config.json, or an HF config.
 
-    The two steps compile in two processes at once (`parallel`, unless instrumentations print passes: a process
-    costs seconds to start, which only a large model repays); at the cuda level each
+    The two steps compile in two processes at once (`parallel`; by default for a model of PARALLEL_MIN_HIDDEN or
+    more, not where instrumentations print passes: a process costs seconds to start, which only a large model
+    repays); at the cuda level each
     distinct kernel is also compiled by NVRTC for the default target (its cubin cache is the runtime's). The result
     is cached on disk, keyed by the config, the sizes, the level and the sources of irforge, torch and transformers.
     `tuning` replays the tuned schedules of that tuning database ("" for the default one; `irforge tune MODEL`
@@ -201,6 +207,8 @@ def compile_model(
         done = json.loads(path.read_text())
         cached = True
     else:
+        if parallel is None:
+            parallel = config.hidden_size >= PARALLEL_MIN_HIDDEN
         if instrumentations or not parallel:
             done = [_compile_step(*job, instrumentations=instrumentations) for job in jobs]
         else:
