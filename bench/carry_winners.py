@@ -4,6 +4,7 @@ their kernels' schedules as they were; drop the others (they must be tuned again
     python3 bench/carry_winners.py --added tile-longest-first [--winners irforge/tune/winners.json]
     python3 bench/carry_winners.py --widened tile-split-reduce.via=cluster
     python3 bench/carry_winners.py --new-option tile-split-reduce.across=blocks
+    python3 bench/carry_winners.py --changed kernel-dependent-launch.prefetch-when=always,...
 
 A winner is looked up by the schedule version it was tuned under (irforge/tune/space.py: the passes, their option
 values and domains), so adding a pass to the lowering strands every winner. The old lowering is the current one
@@ -17,6 +18,10 @@ file is rewritten in place; a line per winner says which.
 default, so that every point the winners name lowers as it did): the old version is the current lowering's with
 that value taken out of the domain; winners of that version whose points do not use the value take the current
 version.
+
+`--changed PASS.OPTION=OLD,...` is for option values the lowering's pipelines changed (OLD: the value before): the
+old lowering is the current one with those values put back; a winner is carried where its kernel, lowered at its
+point through the last changed pass under both lowerings, prints the same.
 """
 
 from __future__ import annotations
@@ -35,12 +40,15 @@ def main() -> int:
     how.add_argument("--added", help="comma-separated passes the lowering gained since the winners")
     how.add_argument("--widened", help="PASS.OPTION=VALUE: a value an option's domain gained since the winners")
     how.add_argument("--new-option", help="PASS.OPTION=VALUE: an option gained since the winners, VALUE the old way")
+    how.add_argument("--changed", help="PASS.OPTION=OLD,...: option values the lowering changed, OLD the old ones")
     ap.add_argument("--winners", default=str(ROOT / "irforge/tune/winners.json"))
     args = ap.parse_args()
     if args.widened:
         return _widened(args.widened, Path(args.winners))
     if args.new_option:
         return _new_option(args.new_option, Path(args.winners))
+    if args.changed:
+        return _changed(args.changed, Path(args.winners))
 
     from irforge.tune.space import space_version, split_lowering
 
@@ -111,6 +119,37 @@ def _new_option(spec: str, path: Path) -> int:
         return _tile_text(module, tile, w["winner"], bare=True) == _tile_text(module, tile, pinned, bare=True)
 
     return _carry(path, data, prefix, space_version(new), same, f"it lowers differently without {spec}")
+
+
+def _changed(spec: str, path: Path) -> int:
+    from dataclasses import replace
+
+    from irforge.registry import registry
+    from irforge.tune.space import space_version, split_lowering
+
+    old_values: dict[str, dict[str, object]] = {}
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        pass_name, _, option = name.rpartition(".")
+        opt = registry().pass_class(pass_name).options[option]
+        old_values.setdefault(pass_name, {})[option] = opt.check(opt.parse(value))
+    prefix, new = split_lowering()
+    old = [
+        replace(sp, pass_=sp.pass_.with_options(old_values[sp.pass_.name])) if sp.pass_.name in old_values else sp
+        for sp in new
+    ]
+    changed = [i for i, sp in enumerate(new) if sp.pass_.name in old_values]
+    if not changed:
+        sys.exit(f"none of {sorted(old_values)} is in the current lowering")
+    if space_version(old) == space_version(new):
+        sys.exit(f"the lowering already has {spec}")
+    data = _winners_of(path, space_version(old), spec)
+    upto = changed[-1] + 1
+
+    def same(module, w) -> bool:
+        return _tile_text(module, old[:upto], w["winner"]) == _tile_text(module, new[:upto], w["winner"])
+
+    return _carry(path, data, prefix, space_version(new), same, f"it lowers differently than with {spec}")
 
 
 def _winners_of(path: Path, version: str, without: str) -> dict:

@@ -28,13 +28,15 @@ class KernelDependentLaunch(Pass):
     most from split-K products, whose zeroing kernel it overlaps (bench/results/dependent_launch-h100-2026-11-26).
     A buffer the kernel gathers from (addressed with values it loaded: an embedding table) is no weight.
 
-    The prefetch is off by default: it helps a kernel whose launch before leaves the memory idle (the o projection
-    after attention) but costs more where the launch before streams (the down projection's, issued while gate/up
-    streams) or is a short kernel it floods (gate/up's, behind the norm before it): TinyLlama bf16 decode 1.103 ms
-    a step with it at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26). `prefetch-when=idle` keeps it to
-    what the launch before leaves time for (`IDLE_LAUNCH_S` at the DRAM's rate, less that launch's bytes; none
-    behind a block's first launch): on an H200, 1.5-2.1% off the same step (0.5 share) in four interleaved runs,
-    where every kernel's prefetch cost 6% and a 2 us window 1% (bench/results/decode_prefetch-h200-2026-11-28).
+    The pass prefetches nothing unless asked; the default lowering (pipelines/tile-to-kernel.pipeline) asks for
+    `prefetch-l2-share=0.5 prefetch-when=idle`. Prefetching helps a kernel whose launch before leaves the memory
+    idle (the o projection after attention) but costs more where the launch before streams (the down projection's,
+    issued while gate/up streams) or is a short kernel it floods (gate/up's, behind the norm before it): TinyLlama
+    bf16 decode 1.103 ms a step with every kernel's at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26).
+    `prefetch-when=idle` keeps it to what the launch before leaves time for (`IDLE_LAUNCH_S` at the DRAM's rate,
+    less that launch's bytes; none behind a block's first launch): on an H200, 1.5-2.1% off the same step (0.5
+    share) in four interleaved runs, where every kernel's prefetch cost 6% and a 2 us window 1%, and neutral on
+    the llm suite (bench/results/decode_prefetch-h200-2026-11-28).
     """
 
     name = "kernel-dependent-launch"
