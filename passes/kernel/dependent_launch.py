@@ -34,9 +34,10 @@ class KernelDependentLaunch(Pass):
     issued while gate/up streams) or is a short kernel it floods (gate/up's, behind the norm before it): TinyLlama
     bf16 decode 1.103 ms a step with every kernel's at 0.5, 1.077 without (bench/results/decode-h100-2026-11-26).
     `prefetch-when=idle` keeps it to what the launch before leaves time for (`IDLE_LAUNCH_S` at the DRAM's rate,
-    less that launch's bytes; none behind a block's first launch): on an H200, 1.5-2.1% off the same step (0.5
-    share) in four interleaved runs, where every kernel's prefetch cost 6% and a 2 us window 1%, and neutral on
-    the llm suite (bench/results/decode_prefetch-h200-2026-11-28).
+    less that launch's bytes, and `DRAIN_S`'s worth behind one that streams; none behind a block's first launch):
+    on an H200, 1.5-2.1% off the same step (0.5 share) in four interleaved runs without the drain's, where every
+    kernel's prefetch cost 6% and a 2 us window 1%, and neutral on the llm suite
+    (bench/results/decode_prefetch-h200-2026-11-28); the drain's 1.4% more (decode_drain-h200-2026-11-28).
     """
 
     name = "kernel-dependent-launch"
@@ -79,18 +80,23 @@ class KernelDependentLaunch(Pass):
 # TinyLlama's decode step on an H200: 3 us (10 MB: the o and q/k projections' weights whole) ran best, 2 us slower
 # than no prefetch (bench/results/decode_prefetch-h200-2026-11-28).
 IDLE_LAUNCH_S = 3e-6
+# A launch that streams leaves the memory idle too, about this long as it drains (its last loads and stores, the
+# dependency's release, the next kernel's first loads' latency). The same step: 1 us took 1.4% off beside idle
+# launches alone (the down projection behind gate/up most), 2 us 0.3% (bench/results/decode_drain-h200-2026-11-28).
+DRAIN_S = 1e-6
 
 
 def _idle_bytes(launch: K.LaunchOp) -> int:
     """What the memory could move while the launch before `launch` runs and leaves it idle: `IDLE_LAUNCH_S` at
-    the DRAM's rate, less the bytes of that launch's buffers; 0 where `launch` is its block's first (the launch
-    before it is not known)."""
+    the DRAM's rate less the bytes of that launch's buffers, and `DRAIN_S` at that rate at least; 0 where `launch`
+    is its block's first (the launch before it is not known)."""
     ops = launch.parent.ops
     before = [o for o in ops[: ops.index(launch)] if isinstance(o, K.LaunchOp)]
     if not before:
         return 0
     moved = sum(v.type.numel * v.type.dtype.bytes for v in set(before[-1].args) if isinstance(v.type, TensorType))
-    return max(0, int(IDLE_LAUNCH_S * target().dram_bytes_per_s) - moved)
+    rate = target().dram_bytes_per_s
+    return max(int(DRAIN_S * rate), int(IDLE_LAUNCH_S * rate) - moved)
 
 
 def _weights(kernel: K.KernelFuncOp, launches: list[K.LaunchOp]) -> dict[int, int]:
