@@ -39,7 +39,10 @@ STAGE_BYTES = 32 * 1024  # shared memory a kernel may fill with staged inputs (o
 # first weight load (a chunk's slabs, staged per trip, are copied ahead in rings instead): it is staged only when a
 # block reads each element this many times. TinyLlama bf16 decode on an H100, the
 # projections' vectors (2 rows a block) read straight from L2: 1.206 -> 1.158 ms a step (the o projection's f32
-# input, 4.8 -> 3.4 us; bench/results/decode-h100-2026-11-26).
+# input, 4.8 -> 3.4 us; bench/results/decode-h100-2026-11-26). The reads are counted for a block that runs every
+# loop: the q and k projections, one launch whose k loop busies one block in eight, count 4 and stay staged; counted
+# over all the blocks (2.25) they were not, and the H200 step was 1.7% slower in two runs on a noisy machine
+# (bench/results/decode_drain-h200-2026-11-28).
 SHARED_BOX_REUSE = 4
 # Contractions on the SIMT path: a thread computes a register tile of up to THREAD_OUTPUTS outputs (8 x 8: 64
 # accumulators, with the operand fragments and addresses about 128 registers, two blocks of 256 threads an SM),

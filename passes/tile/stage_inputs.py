@@ -171,15 +171,14 @@ def _reused(owner: Operation, kernel: T.KernelOp) -> dict[Value, list[T.LoadOp]]
 
 def _blocks_sharing(owner: Operation, load: T.LoadOp, kernel: T.KernelOp) -> int:
     """Over how many blocks the loops inside `owner` around `load` deal their iterations (the block reads its share
-    of the moving indices' range): all the blocks on their axes, which all stage the box, those the loop leaves
-    without work included (in a launch of fused loops, K's 256 rows beside Q's 2048 busy one block in eight), so
-    that the reads are a block's on average."""
+    of the moving indices' range)."""
     n = 1
     for lp in T.enclosing_loops(load):
         on_blocks = [a for a in lp.bind if a in T.BLOCK_AXES]
         if lp is owner or not owner.is_ancestor_of(lp) or not on_blocks:
             continue
-        n *= math.prod(kernel.axis_size(a) for a in on_blocks)
+        per_block = math.prod(kernel.axis_size(a) for a in lp.bind if a in T.THREAD_AXES)
+        n *= min(math.prod(kernel.axis_size(a) for a in on_blocks), -(-lp.work_items // per_block))
     return n
 
 
