@@ -37,7 +37,8 @@ class KernelDependentLaunch(Pass):
     less that launch's bytes, and `DRAIN_S`'s worth behind one that streams; none behind a block's first launch):
     on an H200, 1.5-2.1% off the same step (0.5 share) in four interleaved runs without the drain's, where every
     kernel's prefetch cost 6% and a 2 us window 1%, and neutral on the llm suite
-    (bench/results/decode_prefetch-h200-2026-11-28); the drain's 1.4% more (decode_drain-h200-2026-11-28).
+    (bench/results/decode_prefetch-h200-2026-11-28); the drain's 1.4% more, 0.5-1.6% on noisier machines
+    (decode_drain-h200-2026-11-28).
     """
 
     name = "kernel-dependent-launch"
