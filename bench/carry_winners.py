@@ -131,8 +131,13 @@ def _changed(spec: str, path: Path) -> int:
     for item in spec.split(","):
         name, _, value = item.partition("=")
         pass_name, _, option = name.rpartition(".")
-        opt = registry().pass_class(pass_name).options[option]
-        old_values.setdefault(pass_name, {})[option] = opt.check(opt.parse(value))
+        cls = registry().pass_class(pass_name)
+        if cls is None or option not in cls.options:
+            sys.exit(f"--changed {item}: no option {option!r} of a pass {pass_name!r}")
+        try:
+            old_values.setdefault(pass_name, {})[option] = cls.options[option].check(cls.options[option].parse(value))
+        except ValueError as e:
+            sys.exit(f"--changed {item}: {e}")
     prefix, new = split_lowering()
     old = [
         replace(sp, pass_=sp.pass_.with_options(old_values[sp.pass_.name])) if sp.pass_.name in old_values else sp
