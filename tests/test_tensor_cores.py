@@ -330,3 +330,35 @@ def test_wgmma_contractions_match_the_loop_interpreter(
     event(f"wgmma group left in flight: {in_flight}")
     assert waits == ([0, 1] if in_flight else [0] if fed else []), (waits, text)
     assert any(op.name == "kernel.mma" for op in module.walk()) == (bool(tensorized) and not fed), text
+
+
+def test_a_gated_product_with_one_weight_left_in_memory_matches_the_loop_interpreter():
+    """SiLU(x @ g) * (x @ u) laid out on wgmma, with a stage budget (`tile-stage-inputs{max-bytes=16384}`) that
+    holds x's and g's slabs but not u's: the two carriers' factors reach the tile's columns through the staged
+    slab (the block's column offset in its box) and through u's own loads (the offset in their subscripts), and are
+    still one contraction (the block's indices aside; before, lower-to-kernel found none), which runs on mma.sync
+    atoms reading u from memory, as the loop interpreter computes it."""
+    from irforge.compiler import compile_program
+    from irforge.registry import registry
+
+    from irforge import frontend
+
+    snippet = (
+        "import torch.nn.functional as F; x = torch.randn(64, 256, dtype=torch.bfloat16); "
+        "g = torch.randn(192, 256, dtype=torch.bfloat16); u = torch.randn(192, 256, dtype=torch.bfloat16); "
+        "F.silu(F.linear(x, g)) * F.linear(x, u)"
+    )
+    lines = [ln.split("#")[0].strip() for ln in registry().pipelines()["loop-to-tile"].text.splitlines()]
+    passes = [p.strip() for p in "".join(lines).split(",") if p.strip()]
+    with use_target(Target(arch="sm_90a")):
+        module = compile_program(frontend.from_snippet(snippet), "loop").module
+        expected = interpret(module, seed=5)
+        run_pipeline(
+            module, ",".join("tile-stage-inputs{max-bytes=16384}" if p == "tile-stage-inputs" else p for p in passes)
+        )
+        text = print_module(module)
+        staged = {op.source.name_hint for op in module.walk() if isinstance(op, T.StageOp)}
+        assert "atom wgmma" in text and staged == {"x", "g"}, text
+        run_pipeline(module, "tile-to-kernel")
+    assert any(isinstance(op, K.MmaOp) for op in module.walk()), text
+    assert_close(expected, interpret(module, seed=5), module, f"kernel:\n{text}")

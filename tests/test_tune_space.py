@@ -191,6 +191,12 @@ RANDOM_POINT_KERNELS = {
     "k=torch.randn(2,2,256,64,dtype=torch.bfloat16); F.scaled_dot_product_attention(q,k,k,enable_gqa=True)",
     "linear": "import torch.nn.functional as F; "
     "F.linear(torch.randn(64,256,dtype=torch.bfloat16), torch.randn(192,256,dtype=torch.bfloat16))",
+    "gated linear": "import torch.nn.functional as F; x=torch.randn(64,256,dtype=torch.bfloat16); "
+    "g=torch.randn(192,256,dtype=torch.bfloat16); u=torch.randn(192,256,dtype=torch.bfloat16); "
+    "F.silu(F.linear(x,g))*F.linear(x,u)",
+    "causal prefill": "import torch.nn.functional as F; q=torch.randn(1,4,128,64,dtype=torch.bfloat16); "
+    "k=torch.randn(1,2,128,64,dtype=torch.bfloat16); "
+    "F.scaled_dot_product_attention(q,k,k,is_causal=True,enable_gqa=True)",
 }
 
 
@@ -225,11 +231,17 @@ def test_a_point_the_schedule_passes_accept_lowers_to_cuda(random_point_spaces, 
                      "tile-split-reduce": {"splits": 3, "across": "warps"}}),
         ("decode attention", {"tile-stage-inputs": {"max-bytes": 4096}}),
         ("decode attention", {"tile-blockify": {"threads": 1}}),  # tile-tensorize divided by the block's warps
+        ("gated linear", {"tile-stage-inputs": {"max-bytes": 16384}}),  # up's slab unstaged: "no contraction"
+        ("causal prefill", {"tile-chunk-reduce": {"bk": 256}}),  # keys left unchunked on the atoms
+        ("causal prefill", {"tile-chunk-reduce": {"bk": 8}}),  # chunks shorter than an atom step
     ],
 )  # fmt: skip
 def test_points_that_failed_in_lower_to_kernel(random_point_spaces, name, point):
     """The points random draws found failing after the schedule passes accepted them (see above), and one where a
-    schedule pass itself failed (a block of one thread: tile-tensorize counted no warp)."""
+    schedule pass itself failed (a block of one thread: tile-tensorize counted no warp). A second round, over more
+    kernels, found a gated product whose up weight a small stage budget left in memory (its carriers then did not
+    read as one contraction; now they do, and it lowers), and attention on atoms with a chunk size that left its
+    keys unchunked (now refused by tile-chunk-reduce)."""
     _refused_or_lowered(random_point_spaces[name], point)
 
 

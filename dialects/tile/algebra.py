@@ -109,6 +109,9 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
     if not pairs:
         return None
     free = [iv for lp in enclosing_loops(reduce) if isinstance(lp, ForOp) for iv in lp.ivs]
+    # A block's own indices: a staged slab's box holds them (its loads index the slab without them), an unstaged
+    # factor's loads still do, so carriers are matched without them (gate's slab staged, up's left in memory).
+    block = {iv for lp in enclosing_loops(reduce) if isinstance(lp, ForOp) and _on_blocks(lp) for iv in lp.ivs}
     k = reduce.iv
     a_loads: list[LoadOp] = []
     b_loads: list[LoadOp] = []
@@ -130,7 +133,10 @@ def contraction_of(reduce: ReduceOp) -> Contraction | None:
         if m_set is None:
             m_set, n_set = only
         elif (only[0], only[1]) != (m_set, n_set):
-            return None
+            inner = (only[0] - block, only[1] - block)
+            if not all(inner) or inner != (m_set - block, n_set - block):
+                return None
+            m_set, n_set = m_set | only[0], n_set | only[1]
         a_loads += sides[0]
         b_loads += sides[1]
     both = _indices(a_loads) & _indices(b_loads)
@@ -160,6 +166,10 @@ def _factor_pairs(reduce: ReduceOp) -> list[tuple[tuple[Value, bool], tuple[Valu
         return None
     x, *weights = reduce.yielded
     return [((x, True), (w, False)) for w in weights if not isinstance(_unwrap(w).owner, ConstOp)] or None
+
+
+def _on_blocks(lp: ForOp) -> bool:
+    return bool(lp.bind) and all(a in BLOCK_AXES for a in lp.bind)
 
 
 def contractions_in(op: Operation) -> list[Contraction]:

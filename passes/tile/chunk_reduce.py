@@ -19,8 +19,8 @@ class TileChunkReduce(Pass):
     reduction split across blocks deals out (`tile-split-reduce`). Reductions that are distributed, vectorized,
     chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
     `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. Attention laid out
-    on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit); its scores' reduction
-    is not chunked (the fold computes it whole). A reduction computed in the element (attention's scores inside
+    on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit), and a `bk` that cannot
+    chunk its keys is refused; its scores' reduction is not chunked (the fold computes it whole). A reduction computed in the element (attention's scores inside
     its keys' loop) moves into the chunk with the rest of the body.
     """
 
@@ -32,6 +32,18 @@ class TileChunkReduce(Pass):
         domain=Choices((0, 1, 2, 4, 8, 16, 32, 64, 128, 256)),
         help="iterations per chunk (0: passes/tile/heuristics.py decides, contractions only; 1: none)",
     )
+
+    def check(self, op: Operation) -> tuple[Operation, str] | None:
+        if not isinstance(op, T.KernelOp) or not self.bk:
+            return None
+        for r in (x for x in op.walk() if _candidate(x) and fragments.folds_chunks(x)):
+            k, step = r.extents[0], fragments.atom_step(r)
+            if self.bk == 1 or self.bk > k or k % self.bk or self.bk % step:
+                return r, (
+                    f"bk={self.bk}: attention on tensor-core atoms folds its {k} keys a chunk at a time, so its "
+                    f"chunks must divide them in whole atom steps of {step}"
+                )
+        return None
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.bk == 1:
