@@ -338,10 +338,9 @@ def test_a_gated_product_with_one_weight_left_in_memory_matches_the_loop_interpr
     slab (the block's column offset in its box) and through u's own loads (the offset in their subscripts), and are
     still one contraction (the block's indices aside; before, lower-to-kernel found none), which runs on mma.sync
     atoms reading u from memory, as the loop interpreter computes it."""
+    from irforge import frontend
     from irforge.compiler import compile_program
     from irforge.registry import registry
-
-    from irforge import frontend
 
     snippet = (
         "import torch.nn.functional as F; x = torch.randn(64, 256, dtype=torch.bfloat16); "

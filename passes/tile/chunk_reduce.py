@@ -20,8 +20,9 @@ class TileChunkReduce(Pass):
     chunked, or are the chunk of an enclosing reduction already are left alone (idempotent), and so are those
     `bk` does not divide, and tensor-core contractions whose atom's k `bk` is not a multiple of. Attention laid out
     on atoms is chunked even into one chunk (`fragments.folds_chunks`: its fold's unit), and a `bk` that cannot
-    chunk its keys is refused; its scores' reduction is not chunked (the fold computes it whole). A reduction computed in the element (attention's scores inside
-    its keys' loop) moves into the chunk with the rest of the body.
+    chunk its keys is refused; its scores' reduction is not chunked (the fold computes it whole). A reduction
+    computed in the element (attention's scores inside its keys' loop) moves into the chunk with the rest of the
+    body.
     """
 
     name = "tile-chunk-reduce"
