@@ -332,12 +332,26 @@ def test_wgmma_contractions_match_the_loop_interpreter(
     assert any(op.name == "kernel.mma" for op in module.walk()) == (bool(tensorized) and not fed), text
 
 
-def test_a_gated_product_with_one_weight_left_in_memory_matches_the_loop_interpreter():
-    """SiLU(x @ g) * (x @ u) laid out on wgmma, with a stage budget (`tile-stage-inputs{max-bytes=16384}`) that
-    holds x's and g's slabs but not u's: the two carriers' factors reach the tile's columns through the staged
-    slab (the block's column offset in its box) and through u's own loads (the offset in their subscripts), and are
-    still one contraction (the block's indices aside; before, lower-to-kernel found none), which runs on mma.sync
-    atoms reading u from memory, as the loop interpreter computes it."""
+@pytest.mark.parametrize(
+    "changed, staged, by_threads",
+    [
+        ({"tile-stage-inputs": "tile-stage-inputs{max-bytes=16384}"}, {"x", "g"}, set()),
+        (
+            {"tile-chunk-reduce": "tile-chunk-reduce{bk=128}", "tile-multi-buffer": "tile-multi-buffer{stages=5}"},
+            {"x", "g", "u"},
+            {"x"},
+        ),
+    ],
+)
+def test_a_gated_product_whose_factors_wgmma_cannot_all_read_matches_the_loop_interpreter(changed, staged, by_threads):
+    """SiLU(x @ g) * (x @ u) laid out on wgmma where not every factor is a slab the tensor memory accelerator
+    copies, so it runs on mma.sync atoms, as the loop interpreter computes it. A stage budget
+    (`tile-stage-inputs{max-bytes=16384}`) that holds x's and g's slabs but not u's: the two carriers' factors reach
+    the tile's columns through g's slab (the block's column offset in its box) and through u's own loads (the offset
+    in their subscripts), still one contraction (before, lower-to-kernel found none). Rings of 5 for chunks of 128
+    (`bk=128 stages=5`) that leave x single-buffered, copied by the threads: u's and g's slabs keep rows the
+    mma.sync path reads (before, tile-swizzle-smem stored them in wgmma's blocks of 64 columns, which only
+    descriptors read, and lower-to-kernel failed)."""
     from irforge import frontend
     from irforge.compiler import compile_program
     from irforge.registry import registry
@@ -348,16 +362,15 @@ def test_a_gated_product_with_one_weight_left_in_memory_matches_the_loop_interpr
         "F.silu(F.linear(x, g)) * F.linear(x, u)"
     )
     lines = [ln.split("#")[0].strip() for ln in registry().pipelines()["loop-to-tile"].text.splitlines()]
-    passes = [p.strip() for p in "".join(lines).split(",") if p.strip()]
+    passes = [changed.get(p.strip(), p.strip()) for p in "".join(lines).split(",") if p.strip()]
     with use_target(Target(arch="sm_90a")):
         module = compile_program(frontend.from_snippet(snippet), "loop").module
         expected = interpret(module, seed=5)
-        run_pipeline(
-            module, ",".join("tile-stage-inputs{max-bytes=16384}" if p == "tile-stage-inputs" else p for p in passes)
-        )
+        run_pipeline(module, ",".join(passes))
         text = print_module(module)
-        staged = {op.source.name_hint for op in module.walk() if isinstance(op, T.StageOp)}
-        assert "atom wgmma" in text and staged == {"x", "g"}, text
+        stages = [op for op in module.walk() if isinstance(op, T.StageOp)]
+        assert "atom wgmma" in text and {st.source.name_hint for st in stages} == staged, text
+        assert {st.source.name_hint for st in stages if st.copy != "tma"} == by_threads, text
         run_pipeline(module, "tile-to-kernel")
     assert any(isinstance(op, K.MmaOp) for op in module.walk()), text
     assert_close(expected, interpret(module, seed=5), module, f"kernel:\n{text}")

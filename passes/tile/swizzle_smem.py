@@ -38,7 +38,8 @@ class TileSwizzleSmem(Pass):
     the bank model (`irforge.passes.tile.banks`, on top of any pad it has) and takes the one with the fewest
     wavefronts if it beats the layout it has; ties go to the earlier (fewer bits). A stage the tensor memory
     accelerator copies can only take the swizzle the engine writes its rows with (rows of 32, 64 or 128 bytes);
-    one that wgmma reads through descriptors (`tile-tensorize`) takes it whatever the model says, as the only
+    one that wgmma reads through descriptors (laid out on wgmma by `tile-tensorize`, the engine copying every
+    factor of its loop: else the loop runs on mma.sync) takes it whatever the model says, as the only
     layout a descriptor names, and rows longer than 128 bytes (a head dimension of 128 in 16 bits) are stored in
     blocks of 128 bytes (`columns`), each swizzled so, the engine copying a block at a time.
     No swizzle may narrow a vector or move elements past the copy. Each decision is a remark listing every
@@ -63,12 +64,12 @@ class TileSwizzleSmem(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
             return
-        read_by_wgmma = fragments.descriptor_stages(op)
+        read_by_wgmma = _read_by_wgmma(op)
         for st in candidates(op):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle
                 continue
-            layout = banks.descriptor_layout(st) if st in read_by_wgmma and st.copy == "tma" else None
+            layout = banks.descriptor_layout(st) if st in read_by_wgmma else None
             if layout is not None:
                 st.attributes.update(layout)
                 blocks = f" in blocks of {layout['columns']} columns" if "columns" in layout else ""
@@ -90,6 +91,18 @@ class TileSwizzleSmem(Pass):
                 self.remark(st, f"%{st.result.name_hint}: left to tile-pad-smem: {pad.name()} takes as few wavefronts")
             else:
                 st.attributes["swizzle"] = best.layout["swizzle"]
+
+
+def _read_by_wgmma(kernel: T.KernelOp) -> set[T.StageOp]:
+    """The stages wgmma will read through descriptors: the factors' slabs of each loop laid out on wgmma whose
+    factors the tensor memory accelerator copies, every one (a factor the threads copy leaves the loop on mma.sync,
+    which reads no blocks of columns: stages=5 rings left x single-buffered, and cp.async's, beside u and g)."""
+    out: set[T.StageOp] = set()
+    for loop in (lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes):
+        stages = [ld.operands[0].owner for f in fragments.descriptor_factors(loop) for ld in f.loads]
+        if stages and all(isinstance(st, T.StageOp) and st.copy == "tma" for st in stages):
+            out |= set(stages)
+    return out
 
 
 def _padded_as_well(kernel: T.KernelOp, stage: T.StageOp, swizzled: banks.Candidate) -> banks.Candidate | None:
