@@ -539,3 +539,32 @@ def test_linear_forms_keep_their_terms_in_order():
     (u,) = [op for op in m.walk() if op.name == "scalar.sub" and op.operands[1].name_hint == "b"]
     a, b, c, d = u.parent_op.ivs
     assert list(index_form(u.result).items()) == [(c, 1), (d, 1), (a, -1), (b, -1)]
+
+
+def test_row_carriers_of_split_attention_in_strided_columns_are_stored_without_a_race():
+    """Causal attention on the SIMT path without lanes (`tile-register-tile{tn=1}`: each of a row's 4 threads takes
+    4 of its 16 columns in strided trips), split over blocks and combined through partials: the row's max and sum,
+    alike for the row's threads, were stored by all of them into one element (the kernel simulator reported the
+    race; a random point of the tuner's space found it). They keep the column dimension now, and the simulator
+    gives the loop interpreter's answer."""
+    from irforge import frontend
+    from irforge.compiler import compile_program
+    from irforge.tune.space import set_tune
+
+    snippet = (
+        "import torch.nn.functional as F; q = torch.randn(1, 2, 32, 16, dtype=torch.bfloat16); "
+        "k = torch.randn(1, 1, 32, 16, dtype=torch.bfloat16); "
+        "F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)"
+    )
+    module = compile_program(frontend.from_snippet(snippet), "loop").module
+    expected = interpret(module, seed=7)
+    set_tune(module, {"tile-register-tile": {"tn": 1}})
+    run_pipeline(module, "loop-to-tile")
+    text = print_module(module)
+    assert "by blockIdx.y" in text, text  # split over blocks
+    run_pipeline(module, "tile-to-kernel")
+    assert [k.attributes["sym_name"] for k in module.walk() if isinstance(k, K.KernelFuncOp)] == [
+        "k_scaled_dot_product_attention_partial",
+        "k_scaled_dot_product_attention_combine",
+    ], text
+    assert_close(expected, interpret(module, seed=7), module, f"kernel:\n{text}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.algebra import affine_stores
-from irforge.dialects.tile.columns import varies
+from irforge.dialects.tile.columns import column_loop, varies
 
 from irforge import index_expr as ix
 from irforge.ir import Operation
@@ -71,12 +71,12 @@ def shares(kernel: T.KernelOp, comb: T.CombineOp) -> int:
 def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     blocks = shares(kernel, comb)
     loops = [lp for lp in T.enclosing_loops(comb) if isinstance(lp, T.ForOp)]
-    ivs = [iv for lp in loops for iv in lp.ivs]
-    points = [e for lp in loops for e in lp.extents]
+    dims = [(lp, iv, n) for lp in loops for iv, n in zip(lp.ivs, lp.extents)]
+    points = [n for _, _, n in dims]
     name = kernel.sym_name
     work = []
     for v in comb.operands:  # a component that does not vary along a point index is stored once for all its values
-        used = tuple(varies(v, iv, set()) for iv in ivs)
+        used = tuple(varies(v, iv, set()) or not _one_writer(comb, lp, iv, n) for lp, iv, n in dims)
         shape = (blocks, *(n if u else 1 for n, u in zip(points, used)))
         buf = T.BufferOp.build(TensorType(v.type, shape), f"{v.name_hint or name}_partials", comb.loc)
         func.body.insert_before(kernel, buf)
@@ -90,6 +90,19 @@ def _split(func: Operation, kernel: T.KernelOp, comb: T.CombineOp) -> None:
     second.attributes["sym_name"] = f"{name}_combine"
     _store_partials(first, at, work, loops)
     _fold_partials(second, at, work, loops)
+
+
+def _one_writer(comb: T.CombineOp, loop: T.ForOp, iv, extent: int) -> bool:
+    """Whether the points along `iv` that would store one element (a component that does not vary along it) come
+    down to one writer: a single point, the trips of one thread's own loop, the column of a loop whose threads
+    differ only in it (the single-writer rule lets the first store for all), or the columns of a tensor-core atom's
+    layout (the first of the lanes sharing a row stores: `memory._row_writer`). Threads or blocks dealt the index
+    any other way would all write the element: it then keeps its dimension (a thread's strided columns, `tn=1`)."""
+    if extent == 1 or not loop.bind:
+        return True
+    if "atom" in loop.attributes:
+        return len(loop.ivs) == 2 and iv is loop.ivs[1]
+    return iv is loop.ivs[-1] and column_loop(comb, loop.bind[-1]) is loop
 
 
 def _ivs(kernel: T.KernelOp, loops: list[T.ForOp], like: Operation) -> list:
