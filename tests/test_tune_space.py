@@ -282,6 +282,7 @@ def test_a_point_that_lowers_computes_what_the_loop_interpreter_does(numeric_poi
         ("gated linear", {"tile-stage-inputs": {"max-bytes": 16384}}),  # up's slab unstaged: "no contraction"
         ("causal prefill", {"tile-chunk-reduce": {"bk": 256}}),  # keys left unchunked on the atoms
         ("causal prefill", {"tile-chunk-reduce": {"bk": 8}}),  # chunks shorter than an atom step
+        ("gated linear", {"tile-blockify": {"threads": 2}, "tile-split-reduce": {"splits": 4, "via": "cluster"}}),
     ],
 )  # fmt: skip
 def test_points_that_failed_in_lower_to_kernel(random_point_spaces, name, point):
@@ -289,7 +290,8 @@ def test_points_that_failed_in_lower_to_kernel(random_point_spaces, name, point)
     schedule pass itself failed (a block of one thread: tile-tensorize counted no warp). A second round, over more
     kernels, found a gated product whose up weight a small stage budget left in memory (its carriers then did not
     read as one contraction; now they do, and it lowers), and attention on atoms with a chunk size that left its
-    keys unchunked (now refused by tile-chunk-reduce)."""
+    keys unchunked (now refused by tile-chunk-reduce), and a combine through a cluster that a thread would run for
+    several points (now refused by tile-split-reduce)."""
     _refused_or_lowered(random_point_spaces[name], point)
 
 

@@ -29,8 +29,9 @@ class TileSplitReduce(Pass):
     of the stored values, which must be an affine function of an add carrier of f32, into an output zeroed
     first), `partials` (each block stores its partial carrier and a second kernel folds them: any monoid, the
     online one included), `cluster` (the shares' blocks, one thread block cluster on sm_90, fold their carriers
-    through distributed shared memory in the kernel itself: any monoid, at most 8 shares), `auto` (atomics where
-    they can, else partials).
+    through distributed shared memory in the kernel itself: any monoid, at most 8 shares, once a thread: refused
+    where a loop deals a thread several points or a block's threads do not all reach the combine), `auto`
+    (atomics where they can, else partials).
 
     `across=warps` slices the reduction among a block's warps instead (CUTLASS's sliced-K): the shares go over a
     thread axis nothing uses (threadIdx.y), contiguous again but for a chunked reduction, of which each warp takes
@@ -83,7 +84,7 @@ class TileSplitReduce(Pass):
             shares = self._shares(op, r)
             why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
             if self.via == "cluster" and shares > 1:
-                why = cluster.why_not(shares) or _threads_apart(op, r, "through a cluster")
+                why = cluster.why_not(shares) or _threads_apart(op, r, "through a cluster") or _repeated(op, r)
             if why is not None and self.across != "warps":
                 return f"via={self.via}: {why}"
         return None
@@ -167,6 +168,17 @@ def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp, how: str) -> str | None:
         f"a combine {how} needs all of a block's threads, but the loop over {', '.join(lp.bind)} around it gives "
         f"its {lp.units(kernel)} units {lp.work_items} work items"
     )
+
+
+def _repeated(kernel: T.KernelOp, r: T.ReduceOp) -> str | None:
+    """Why a combine through a cluster beside `r` would run more than once a thread (its carriers' buffers and
+    barrier serve one combine; `passes/tile_to_kernel/clusters.py`): a reduction around it, or a loop giving its
+    units more than one work item each (None: once)."""
+    for lp in T.enclosing_loops(r):
+        if isinstance(lp, T.ReduceOp) or lp.work_items > lp.units(kernel):
+            what = "a reduction" if isinstance(lp, T.ReduceOp) else f"the loop over {', '.join(lp.bind) or 'a thread'}"
+            return f"a combine through a cluster runs once a thread, but {what} around it runs it more than once"
+    return None
 
 
 def _free_axis(kernel: T.KernelOp, across: str) -> str | None:
