@@ -154,7 +154,8 @@ def why_not_producer(op: T.StageOp) -> str | None:
     """Why a producer warp cannot issue the stage's copies (None when it can): the stage must sit directly in an
     undistributed loop, the block must be whole warps along x with room for one more, every stage of the kernel
     must be a producer stage of that loop with one ring, no combine may cross the block's threads (the producer
-    warp reaches none of their barriers), and every loop around the stage's loop must make one trip a thread
+    warp reaches none of their barriers) or go through a cluster (which places the block's own threads' carriers
+    only), and every loop around the stage's loop must make one trip a thread
     (each of the block's threads releases every slot; the producer takes the block's own units)."""
     why = op.why_not_ring()
     if why:
@@ -170,6 +171,8 @@ def why_not_producer(op: T.StageOp) -> str | None:
             return "is copied by a producer warp, but the kernel has other stages (their barriers need every warp)"
         if isinstance(other, T.CombineOp) and other.over[0] in T.THREAD_AXES:
             return "is copied by a producer warp, but the kernel combines across its threads (no barrier for the warp)"
+        if isinstance(other, T.CombineOp) and other.attributes.get("via") == "cluster":
+            return "is copied by a producer warp, but the kernel combines through a cluster (of the block's own threads)"
     for lp in T.enclosing_loops(loop):
         threads = [a for a in lp.bind if a in T.THREAD_AXES]
         if threads and (len(threads) != len(lp.bind) or not lp.one_item_a_unit(kernel)):
