@@ -172,7 +172,9 @@ def why_not_producer(op: T.StageOp) -> str | None:
         if isinstance(other, T.CombineOp) and other.over[0] in T.THREAD_AXES:
             return "is copied by a producer warp, but the kernel combines across its threads (no barrier for the warp)"
         if isinstance(other, T.CombineOp) and other.attributes.get("via") == "cluster":
-            return "is copied by a producer warp, but the kernel combines through a cluster (of the block's own threads)"
+            return (
+                "is copied by a producer warp, but the kernel combines through a cluster (of the block's own threads)"
+            )
     for lp in T.enclosing_loops(loop):
         threads = [a for a in lp.bind if a in T.THREAD_AXES]
         if threads and (len(threads) != len(lp.bind) or not lp.one_item_a_unit(kernel)):
