@@ -390,13 +390,16 @@ def descriptor_factors(loop: ForOp) -> list[Factor]:
     return [f for a, b in ops.products for f in (a, b)]
 
 
-def descriptor_stages(root: Operation) -> list:
+def descriptor_stages(root: Operation, copied: bool = False) -> list:
     """The stages under `root` whose boxes a wgmma reads through descriptors: the sources of the loads of
-    `descriptor_factors` of every loop laid out on a wgmma atom."""
+    `descriptor_factors` of every loop laid out on a wgmma atom (`copied`: of the loops whose every such factor the
+    tensor memory accelerator copies; a factor the threads copy leaves its loop on mma.sync)."""
     out = []
     for loop in (lp for lp in root.walk() if isinstance(lp, ForOp) and "atom" in lp.attributes):
-        for f in descriptor_factors(loop):
-            out += [ld.operands[0].owner for ld in f.loads if isinstance(ld.operands[0].owner, StageOp)]
+        sources = [ld.operands[0].owner for f in descriptor_factors(loop) for ld in f.loads]
+        if copied and not all(isinstance(st, StageOp) and st.copy == "tma" for st in sources):
+            continue
+        out += [st for st in sources if isinstance(st, StageOp)]
     return list(dict.fromkeys(out))
 
 

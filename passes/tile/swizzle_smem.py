@@ -64,7 +64,7 @@ class TileSwizzleSmem(Pass):
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
             return
-        read_by_wgmma = _read_by_wgmma(op)
+        read_by_wgmma = fragments.descriptor_stages(op, copied=True)
         for st in candidates(op):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle
@@ -91,18 +91,6 @@ class TileSwizzleSmem(Pass):
                 self.remark(st, f"%{st.result.name_hint}: left to tile-pad-smem: {pad.name()} takes as few wavefronts")
             else:
                 st.attributes["swizzle"] = best.layout["swizzle"]
-
-
-def _read_by_wgmma(kernel: T.KernelOp) -> set[T.StageOp]:
-    """The stages wgmma will read through descriptors: the factors' slabs of each loop laid out on wgmma whose
-    factors the tensor memory accelerator copies, every one (a factor the threads copy leaves the loop on mma.sync,
-    which reads no blocks of columns: stages=5 rings left x single-buffered, and cp.async's, beside u and g)."""
-    out: set[T.StageOp] = set()
-    for loop in (lp for lp in kernel.walk() if isinstance(lp, T.ForOp) and "atom" in lp.attributes):
-        stages = [ld.operands[0].owner for f in fragments.descriptor_factors(loop) for ld in f.loads]
-        if stages and all(isinstance(st, T.StageOp) and st.copy == "tma" for st in stages):
-            out |= set(stages)
-    return out
 
 
 def _padded_as_well(kernel: T.KernelOp, stage: T.StageOp, swizzled: banks.Candidate) -> banks.Candidate | None:
