@@ -303,3 +303,23 @@ def test_attention_on_atoms_with_keys_and_values_left_in_memory(queries, mask):
     run_pipeline(m, "tile-to-kernel")
     assert any(isinstance(op, (K.MmaOp, WG.WgmmaOp)) for op in m.walk())
     _matches(reference, m, "after tile-to-kernel (kernel simulator)")
+
+
+def test_decode_attention_with_ghost_rows_reads_its_queries_from_memory():
+    """A GQA group of 7 query heads at decode (the atoms' top halves: 8 rows, one a ghost row) with only K staged
+    (`tile-stage-inputs{inputs=k}`): Q's fragments are loaded from global memory, the ghost row reading the last
+    real one as on the staged path; lower-to-kernel stopped on an assertion before (random points of the tuner's
+    space found it). The kernel simulator agrees with the loop interpreter."""
+    m = loopgen.attention_module(
+        batch=2, kv_heads=1, group=7, queries=1, keys=128, e=32, ev=32, mask="none", scale=0.125, dtype=bf16
+    )
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    passes = ["tile-stage-inputs{inputs=k}" if p == "tile-stage-inputs" else p for p in _passes("loop-to-tile")]
+    run_pipeline(m, ",".join(passes))
+    assert len(_on_atoms(m)) == 1
+    staged = {op.source.name_hint for op in m.walk() if isinstance(op, T.StageOp)}
+    assert "q" not in staged, staged
+    run_pipeline(m, "tile-to-kernel")
+    assert any(op.name == "kernel.frag_load" and op.attributes.get("rows") == 7 for op in m.walk())
+    _matches(reference, m, "after tile-to-kernel (kernel simulator)")

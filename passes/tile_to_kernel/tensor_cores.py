@@ -281,12 +281,11 @@ def _load(m, op: T.LoadOp, role: str, shape, at: dict, k: Value, rows: int = 0) 
         if _ldmatrix_fits(smem.type, op, at):
             return kb.ldmatrix(smem, idx, frag, transpose=transpose, hint=hint, **extra)
         return kb.frag_load(smem, idx, frag, transpose=transpose, hint=hint, **extra)
-    assert not extra["rows"], "a factor with ghost rows is read from a staged slab"
     flat = 0
     for e, n in zip(_at(m, op, at), src.type.shape):
         flat = flat * n + e
     stride = math.prod(src.type.shape[rows_dim + 1 :])
-    return kb.frag_load(m.ptr[src], [flat], frag, stride=stride, transpose=transpose, hint=hint)
+    return kb.frag_load(m.ptr[src], [flat], frag, stride=stride, transpose=transpose, hint=hint, rows=extra["rows"])
 
 
 def _at(m, op: T.LoadOp, at: dict) -> list:
