@@ -358,3 +358,26 @@ def test_cost_model_prefers_what_fills_the_gpu():
     assert cost.seconds(base) < cost.seconds(replace(base, blocks=66))  # half the multiprocessors idle
     assert cost.seconds(base) < cost.seconds(replace(base, in_flight=16))  # latency not hidden
     assert cost.seconds(replace(base, registers=256, threads=1024)) == float("inf")  # cannot be resident
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        {"tile-split-reduce": {"splits": 4, "via": "cluster"}},
+        {"tile-split-reduce": {"splits": 16, "across": "warps", "via": "atomics"}},
+    ],
+)
+def test_a_second_reduction_of_a_row_is_left_whole_where_the_first_took_the_split(point):
+    """LayerNorm's two reductions of a row with a split the first takes (through a cluster over blockIdx.y, or
+    among warps over threadIdx.y): the second is left whole, not split through a second cluster shape nor over
+    blocks with atomics its stores cannot take (random points found both failing in lower-to-kernel); the kernel
+    simulator gives the loop interpreter's answer."""
+    (k,) = loop_kernels("torch.nn.functional.layer_norm(torch.randn(4,512),(512,))")
+    module = isolate(k)
+    expected = interpret(module, seed=7)
+    set_tune(module, point)
+    to_kernel = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")
+    PassManager(SUFFIX[:to_kernel]).run(module)
+    assert sum(op.name == "kernel.func" for op in module.walk()) == 1
+    for i, c in enumerate(compare_outputs(interpret(module, seed=7), expected, output_types(isolate(k)))):
+        assert c.ok, f"output #{i}: {c}"

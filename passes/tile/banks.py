@@ -182,7 +182,7 @@ class Weigher:
             wf.sum() / len(combos) * trips,
             best.sum() / len(combos) * trips,
             requests,
-            (f"%{load.result.name_hint}", chunk),
+            (_access(load), chunk),
         )
 
 
@@ -265,7 +265,7 @@ def _ldmatrix_reads(kernel: T.KernelOp, stage: T.StageOp, load: T.LoadOp, t: Sme
         if lp is not owner and owner.is_ancestor_of(lp) and "atom" not in lp.attributes and not set(lp.ivs) & fixed
     )
     times = _warp_count(kernel) * trips
-    return wf.sum() * times, best.sum() * times, len(lanes) * times, (f"%{load.result.name_hint}", 16)
+    return wf.sum() * times, best.sum() * times, len(lanes) * times, (_access(load), 16)
 
 
 def _pieces(load: T.LoadOp, lanes, t: SmemType):
@@ -474,6 +474,11 @@ def why_not_layout(stage: T.StageOp) -> str | None:
     if need > limit:
         return f"would take the kernel's stages to {need} bytes of shared memory (the limit is {limit})"
     return None
+
+
+def _access(load: T.LoadOp) -> str:
+    """A load as a refusal names it: its value, or the stage it reads where the value has no name."""
+    return f"%{load.result.name_hint}" if load.result.name_hint else f"a load of %{load.operands[0].name_hint}"
 
 
 def narrows(before: Cost, after: Cost) -> str | None:

@@ -95,6 +95,9 @@ class TileSplitReduce(Pass):
         for r, shared in candidates(op):
             across = self._across(op, r)
             if across == "warps" and (_free_axis(op, across) is None or _threads_apart(op, r, "among warps")):
+                if self.across == "warps":  # asked for: a later reduction the first slice left no axis to is kept
+                    self.remark(r, "not sliced among warps: threadIdx.y is taken, or not every thread reaches it")
+                    continue
                 across = "blocks"  # what auto picked, where no thread axis is left or not all meet, falls back
             if _free_axis(op, across) is None:
                 continue
@@ -104,6 +107,8 @@ class TileSplitReduce(Pass):
                 self.remark(r, f"not split {s} ways: its tensor-core atom takes {step} iterations a step")
             elif s > 1 and across == "warps" and op.threads * s > target().max_threads:
                 self.remark(r, f"not sliced among {s} warps: the block would pass {target().max_threads} threads")
+            elif s > 1 and self.via == "cluster" and across == "blocks" and _clustered_elsewhere(op, across):
+                self.remark(r, "not split: the kernel combines through a cluster over another axis already")
             elif s > 1:
                 comb = split(op, r, shared, s, across)
                 if self.via != "auto" and across == "blocks":
@@ -167,6 +172,15 @@ def _threads_apart(kernel: T.KernelOp, r: T.ReduceOp, how: str) -> str | None:
     return (
         f"a combine {how} needs all of a block's threads, but the loop over {', '.join(lp.bind)} around it gives "
         f"its {lp.units(kernel)} units {lp.work_items} work items"
+    )
+
+
+def _clustered_elsewhere(kernel: T.KernelOp, across: str) -> bool:
+    """Whether the kernel combines through a cluster over a block axis other than the one a split `across` blocks
+    would take (a launch has one cluster shape: a second reduction of a row, LayerNorm's variance, is left whole)."""
+    axis = _free_axis(kernel, across)
+    return any(
+        isinstance(c, T.CombineOp) and c.attributes.get("via") == "cluster" and c.over[0] != axis for c in kernel.walk()
     )
 
 
