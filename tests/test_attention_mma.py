@@ -284,21 +284,28 @@ def test_decode_attention_sliced_among_warps_matches_the_loop_interpreter(dtype,
     assert not any(u.spills for u in usage.values()), usage
 
 
+def _on_atoms_staging(stage_options: str, **shape):
+    """Attention (bf16, `loopgen.attention_module` of `shape`) through loop-to-tile with `tile-stage-inputs` given
+    `stage_options`, laid out on atoms; with the loop interpreter's outputs and the names of the staged buffers."""
+    m = loopgen.attention_module(scale=0.125, dtype=bf16, **shape)
+    run_pipeline(m, "tensor-to-loop")
+    reference = interpret(m, seed=0)
+    passes = [
+        f"tile-stage-inputs{{{stage_options}}}" if p == "tile-stage-inputs" else p for p in _passes("loop-to-tile")
+    ]
+    run_pipeline(m, ",".join(passes))
+    assert len(_on_atoms(m)) == 1
+    return m, reference, {op.source.name_hint for op in m.walk() if isinstance(op, T.StageOp)}
+
+
 @pytest.mark.parametrize("queries, mask", [(1, "none"), (64, "causal")])
 def test_attention_on_atoms_with_keys_and_values_left_in_memory(queries, mask):
     """A stage budget too small for the K and V slabs (`tile-stage-inputs{max-bytes=4096}`) leaves the tensorized
     attention reading K and V from global memory: lower-to-kernel still finds its two products (the scores'
     reduction then also reads as a contraction over the block's indices, and is not taken for a second product),
     and the kernel simulator agrees with the loop interpreter."""
-    m = loopgen.attention_module(
-        batch=2, kv_heads=2, group=4, queries=queries, keys=128, e=64, ev=64, mask=mask, scale=0.125, dtype=bf16
-    )
-    run_pipeline(m, "tensor-to-loop")
-    reference = interpret(m, seed=0)
-    passes = ["tile-stage-inputs{max-bytes=4096}" if p == "tile-stage-inputs" else p for p in _passes("loop-to-tile")]
-    run_pipeline(m, ",".join(passes))
-    assert len(_on_atoms(m)) == 1
-    staged = {op.source.name_hint for op in m.walk() if isinstance(op, T.StageOp)}
+    shape = dict(batch=2, kv_heads=2, group=4, queries=queries, keys=128, e=64, ev=64, mask=mask)
+    m, reference, staged = _on_atoms_staging("max-bytes=4096", **shape)
     assert not staged & {"k", "v"}, staged
     run_pipeline(m, "tile-to-kernel")
     assert any(isinstance(op, (K.MmaOp, WG.WgmmaOp)) for op in m.walk())
@@ -310,15 +317,8 @@ def test_decode_attention_with_ghost_rows_reads_its_queries_from_memory():
     (`tile-stage-inputs{inputs=k}`): Q's fragments are loaded from global memory, the ghost row reading the last
     real one as on the staged path; lower-to-kernel stopped on an assertion before (random points of the tuner's
     space found it). The kernel simulator agrees with the loop interpreter."""
-    m = loopgen.attention_module(
-        batch=2, kv_heads=1, group=7, queries=1, keys=128, e=32, ev=32, mask="none", scale=0.125, dtype=bf16
-    )
-    run_pipeline(m, "tensor-to-loop")
-    reference = interpret(m, seed=0)
-    passes = ["tile-stage-inputs{inputs=k}" if p == "tile-stage-inputs" else p for p in _passes("loop-to-tile")]
-    run_pipeline(m, ",".join(passes))
-    assert len(_on_atoms(m)) == 1
-    staged = {op.source.name_hint for op in m.walk() if isinstance(op, T.StageOp)}
+    shape = dict(batch=2, kv_heads=1, group=7, queries=1, keys=128, e=32, ev=32, mask="none")
+    m, reference, staged = _on_atoms_staging("inputs=k", **shape)
     assert "q" not in staged, staged
     run_pipeline(m, "tile-to-kernel")
     assert any(op.name == "kernel.frag_load" and op.attributes.get("rows") == 7 for op in m.walk())
