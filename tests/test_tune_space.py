@@ -360,24 +360,34 @@ def test_cost_model_prefers_what_fills_the_gpu():
     assert cost.seconds(replace(base, registers=256, threads=1024)) == float("inf")  # cannot be resident
 
 
+LAYER_NORM = "torch.nn.functional.layer_norm(torch.randn(4,512),(512,))"
+NAIVE_ATTENTION = (
+    "q=torch.randn(1,2,64,32); k=torch.randn(1,2,64,32); m=torch.triu(torch.full((64,64),-1e9),1); "
+    "torch.softmax(q@k.transpose(-1,-2)*0.17+m,-1)@k"
+)
+
+
 @pytest.mark.parametrize(
-    "point",
+    "snippet, point, kernels",
     [
-        {"tile-split-reduce": {"splits": 4, "via": "cluster"}},
-        {"tile-split-reduce": {"splits": 16, "across": "warps", "via": "atomics"}},
+        (LAYER_NORM, {"tile-split-reduce": {"splits": 4, "via": "cluster"}}, 1),
+        (LAYER_NORM, {"tile-split-reduce": {"splits": 16, "across": "warps", "via": "atomics"}}, 1),
+        (NAIVE_ATTENTION, {"tile-blockify": {"bm": 16}, "tile-register-tile": {"tm": 4, "tn": 4}}, 2),
     ],
 )
-def test_a_second_reduction_of_a_row_is_left_whole_where_the_first_took_the_split(point):
-    """LayerNorm's two reductions of a row with a split the first takes (through a cluster over blockIdx.y, or
-    among warps over threadIdx.y): the second is left whole, not split through a second cluster shape nor over
-    blocks with atomics its stores cannot take (random points found both failing in lower-to-kernel); the kernel
-    simulator gives the loop interpreter's answer."""
-    (k,) = loop_kernels("torch.nn.functional.layer_norm(torch.randn(4,512),(512,))")
+def test_points_random_draws_found_failing_lower_and_match_the_loop_interpreter(snippet, point, kernels):
+    """Points random draws found failing in lower-to-kernel, now lowered, on the kernel simulator against the loop
+    interpreter. LayerNorm's two reductions of a row with a split the first takes (through a cluster over
+    blockIdx.y, or among warps over threadIdx.y): the second is left whole, not split through a second cluster
+    shape nor over blocks with atomics its stores cannot take (one kernel). Attention's scores where a thread holds 4
+    rows (`tm=4`): not shared by the row's threads, whose shuffles would combine a register tile (its keys split
+    over blocks: a partial and a combining kernel)."""
+    (k,) = loop_kernels(snippet)[:1]
     module = isolate(k)
     expected = interpret(module, seed=7)
     set_tune(module, point)
     to_kernel = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")
     PassManager(SUFFIX[:to_kernel]).run(module)
-    assert sum(op.name == "kernel.func" for op in module.walk()) == 1
+    assert sum(op.name == "kernel.func" for op in module.walk()) == kernels  # the second reduction left whole
     for i, c in enumerate(compare_outputs(interpret(module, seed=7), expected, output_types(isolate(k)))):
         assert c.ok, f"output #{i}: {c}"

@@ -58,7 +58,12 @@ class TileRegisterTile(Pass):
                 if collective and loop.work_items % loop.units(op):
                     loop.set_vector(old)  # some threads would miss the block's stages
             if shares_rows(op, loop, n_dim):
-                self._share_scores(op, loop)
+                if loop.vector_shape[m_dim] == 1:
+                    self._share_scores(op, loop)
+                else:  # the shuffles would combine a register tile of rows, which lower-to-kernel does not
+                    self.remark(
+                        loop, f"scores not shared by the row's threads: a thread holds {loop.vector_shape[m_dim]} rows"
+                    )
 
     def _share_scores(self, kernel: T.KernelOp, loop: T.ForOp) -> None:
         for c in contractions_in(loop):
