@@ -23,6 +23,7 @@ from irforge.tune.space import Space, digest, isolate, kernel_key, kernels_of, s
 from irforge.tune.tuner import static_limit
 
 _, SUFFIX = split_lowering()
+TO_KERNEL = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")  # where the kernel level ends
 
 
 def loop_kernels(snippet: str):
@@ -262,8 +263,7 @@ def test_a_point_that_lowers_computes_what_the_loop_interpreter_does(numeric_poi
         event("refused by a schedule pass")
         return
     event("simulated")
-    to_kernel = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")
-    PassManager(SUFFIX[space.end : to_kernel]).run(m)
+    PassManager(SUFFIX[space.end : TO_KERNEL]).run(m)
     for i, c in enumerate(compare_outputs(interpret(m, seed=7), expected, output_types(space.module))):
         assert c.ok, f"{name} at {space.point(values)}: output #{i}: {c}"
 
@@ -382,12 +382,10 @@ def test_points_random_draws_found_failing_lower_and_match_the_loop_interpreter(
     shape nor over blocks with atomics its stores cannot take (one kernel). Attention's scores where a thread holds 4
     rows (`tm=4`): not shared by the row's threads, whose shuffles would combine a register tile (its keys split
     over blocks: a partial and a combining kernel)."""
-    (k,) = loop_kernels(snippet)[:1]
-    module = isolate(k)
-    expected = interpret(module, seed=7)
+    module = isolate(loop_kernels(snippet)[0])
+    expected, types = interpret(module, seed=7), output_types(module)
     set_tune(module, point)
-    to_kernel = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")
-    PassManager(SUFFIX[:to_kernel]).run(module)
+    PassManager(SUFFIX[:TO_KERNEL]).run(module)
     assert sum(op.name == "kernel.func" for op in module.walk()) == kernels  # the second reduction left whole
-    for i, c in enumerate(compare_outputs(interpret(module, seed=7), expected, output_types(isolate(k)))):
+    for i, c in enumerate(compare_outputs(interpret(module, seed=7), expected, types)):
         assert c.ok, f"output #{i}: {c}"
