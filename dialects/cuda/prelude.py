@@ -343,16 +343,16 @@ IRF_DEV unsigned irf_pack2(__half lo, __half hi) {
   }
 IRF_MMA_M16N8K16(__nv_bfloat16, "bf16")
 IRF_MMA_M16N8K16(__half, "f16")
-// The atom's top half: A's rows 8-15 are zeros (the lane holds a0, a1, a4, a5 of its 8: row g) and the results
-// there (d2, d3) are dropped.
+// The atom's top half: A's rows 8-15 are zeros (the lane holds a0, a1, a4, a5 of its 8: row g). Their results
+// (rows 8-15 of D) accumulate in place in g2, g3, which the caller drops: zeros times B, so they stay zero while B is
+// finite, and nothing reads them when it is not.
 #define IRF_MMA_M16N8K16_TOP(T, PTX)                                                                             \
-  IRF_DEV void irf_mma_m16n8k16_top(float& d0, float& d1, const T* a, const T* b) {                             \
-    float d2, d3;                                                                                               \
+  IRF_DEV void irf_mma_m16n8k16_top(float& d0, float& d1, float& g2, float& g3, const T* a, const T* b) {        \
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7},"  \
-                 " {%8, %9}, {%10, %11, %12, %12};\n"                                                           \
-                 : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)                                                         \
+                 " {%8, %9}, {%0, %1, %2, %3};\n"                                                               \
+                 : "+f"(d0), "+f"(d1), "+f"(g2), "+f"(g3)                                                         \
                  : "r"(irf_pack2(a[0], a[1])), "r"(0u), "r"(irf_pack2(a[2], a[3])), "r"(0u),                      \
-                   "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])), "f"(d0), "f"(d1), "f"(0.0f));          \
+                   "r"(irf_pack2(b[0], b[1])), "r"(irf_pack2(b[2], b[3])));                                       \
   }
 IRF_MMA_M16N8K16_TOP(__nv_bfloat16, "bf16")
 IRF_MMA_M16N8K16_TOP(__half, "f16")

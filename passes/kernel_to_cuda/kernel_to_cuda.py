@@ -432,6 +432,7 @@ class _Emitter(WarpgroupStatements, ClusterStatements):
             self.line("const int irf_g = irf_lane >> 2, irf_t = irf_lane & 3;  // mma fragment layout coordinates")
         if any((op.frag if isinstance(op, K.FragStoreOp) else op.result).type.layout == "wgmma" for op in elementwise):
             self.line(f"const int irf_wg = ({self.linear_tid} >> 5) & 3;  // the warp in its warpgroup")
+        self.ghost_declarations()
         self.ops(k.body.ops)
         origins = list(dict.fromkeys(o for o in (origin(op.loc) for op in k.walk()) if o))
         dims = lambda d: ", ".join(map(str, d))
@@ -993,8 +994,26 @@ class _Emitter(WarpgroupStatements, ClusterStatements):
         call = "irf_mma_m16n8k16_top" if top else "irf_mma_m16n8k16"
         for i in range(am):
             for j in range(an):
-                acc = ", ".join(f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(per_acc))
-                self.line(f"{call}({acc}, {a} + {per_a * i}, {b} + {per_b * j});")
+                acc = [f"{d}[{fragments.acc_element(t.shape, i, j, k)}]" for k in range(per_acc)]
+                if top:
+                    acc += [f"{self.ghosts[op]}[{2 * (i * an + j) + k}]" for k in range(2)]
+                self.line(f"{call}({', '.join(acc)}, {a} + {per_a * i}, {b} + {per_b * j});")
+
+    def ghost_declarations(self) -> None:
+        """Rows 8-15 of each top-half atom's accumulators (`irf_mma_m16n8k16_top`): registers of their own for each
+        chain of mma ops (one accumulating into another's result shares its registers), zeroed once for the kernel.
+        An atom then accumulates in place; with a fresh pair of zeros for each atom, ptxas copied the accumulators
+        into a new register quad around each mma (F4's decode attention: 154 of its loop's 500 instructions)."""
+        self.ghosts: dict = {}
+        for op in self.k.walk():
+            if not (isinstance(op, K.MmaOp) and fragments.half("mma", "acc", op.result.type.shape)):
+                continue
+            chained = self.ghosts.get(op.operands[2].owner)
+            if chained is None:
+                chained = f"irf_ghost{len(set(self.ghosts.values()))}"
+                self.line(f"float {chained}[{op.result.type.per_lane}];  // the atoms' rows 8-15: results dropped")
+                self.unrolled(op.result.type.per_lane, f"{chained}[irf_e] = 0.0f;")
+            self.ghosts[op] = chained
 
 
 # A register tile of at most this many elements reduces as a balanced tree of its monoid's op: log2(n) dependent

@@ -117,15 +117,19 @@ def _fold(m, op: T.ReduceOp, inits: list[Value]) -> list[Value]:
     if wgmma:
         s_tile = kb.reshape(_scores_on_wgmma(m, loop, ops, origin, op.iv, keys), TensorType(f32, lanes), "scores")
     else:
-        s_type = FragType("acc", f32, (tile[0], keys))
-        steps = scores.extents[0] // 16
-        with kb.for_(0, steps, carries=[kb.const(0.0, s_type, "s")], hint="ks", unroll=0) as lp:
-            at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
-            frags: dict[Value, Value] = {}
-            fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags, rows=loop.extents[0])
-            fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
-            lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
-        s_tile = kb.reshape(lp.results[0], TensorType(f32, lanes), "scores")
+        s = kb.const(0.0, FragType("acc", f32, (tile[0], keys)), "s")
+        if hoisted:  # Q's fragments in registers: one mma a step of 16 along the head dimension, unrolled
+            for qa, at in zip(hoisted[2], hoisted[1]):
+                s = kb.mma(qa, _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, {}), s, "s")
+        else:
+            with kb.for_(0, scores.extents[0] // 16, carries=[s], hint="ks", unroll=0) as lp:
+                at = origin | {op.iv: kb.index(0), scores.iv: kb.index(Val(lp.iv) * 16, "k0")}
+                frags: dict[Value, Value] = {}
+                fa = _factor(m, ops.scores[0], "a", (tile[0], 16), at, scores.iv, frags, rows=loop.extents[0])
+                fb = _factor(m, ops.scores[1], "b", (16, keys), at, scores.iv, frags)
+                lp.yield_(kb.mma(fa, fb, lp.carries[0], "s"))
+            s = lp.results[0]
+        s_tile = kb.reshape(s, TensorType(f32, lanes), "scores")
 
     # 2. each score's key x: the element's ops on the lane's tile of scores, its keys' indices a row of the tile
     offsets = tuple(c for _, c in layouts.points("mma", "acc", (16, keys), 0, 0)[: keys // 4])
@@ -200,28 +204,40 @@ def _origin(m, loop: T.ForOp) -> dict:
 
 
 def before_keys(m, r: T.ReduceOp) -> None:
-    """Before the loop over chunks of keys `r`, where its chain runs on wgmma and Q's slab is staged outside it:
-    the warp's origin and Q's fragments, the same every chunk, read once (`m.before_keys`) rather than every chunk
-    (F3: 8 ldmatrix a warp and chunk fewer)."""
+    """Before the loop over chunks of keys `r` (the one right around a chunk), where Q's slab is staged outside it:
+    the warp's origin and Q's fragments, the same every chunk, read once (`m.before_keys`) rather than every chunk (F3
+    on wgmma: 8 ldmatrix a warp and chunk fewer; F4 on mma.sync's top halves: 8 ldmatrix, and the moves that
+    rebuilt their register quads). On mma.sync only where they take at most Q_REGISTERS registers a lane (a decode
+    step's top halves up to head dimension 128, a 16-row warp tile's up to 64), beside the scores and O a prefill
+    warp keeps there."""
     found = chain(r)
-    if found is None or not on_wgmma(found[0]):
+    if found is None:
         return
     loop, ops = found
+    scores = ops.contraction.a_reduction
+    wgmma = on_wgmma(loop)
+    q_type = FragType("a", element_type(ops.scores[0].value.type), (_warp_tile(loop)[0], 16))
+    if not wgmma and q_type.per_lane * scores.extents[0] // 16 > 2 * Q_REGISTERS:
+        return
+    if next(a for a in ops.contraction.reduce.ancestors() if isinstance(a, T.ReduceOp)) is not r:
+        return  # a loop around the loop over chunks (a warp's share of them): Q's slab may not have landed yet
     stages = [x.operands[0].owner if isinstance(x, T.LoadOp) else None for x in ops.scores[0].ops]
     if all(isinstance(st, T.StageOp) and not r.is_ancestor_of(st) for st in stages):
-        scores = ops.contraction.a_reduction
         origin = _origin(m, loop)
-        m.before_keys[scores] = (origin, *_q_fragments(m, loop, ops, origin, ops.contraction.reduce.iv))
+        m.before_keys[scores] = (origin, *_q_fragments(m, loop, ops, origin, ops.contraction.reduce.iv, wgmma))
 
 
-def _q_fragments(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv) -> tuple[list, list]:
-    """(the indices of each step of 16 along the head dimension, Q's wgmma "a" fragment at each): each warp's 16
-    rows read as on mma.sync, a warpgroup's "a" fragment being its warps' ones."""
+def _q_fragments(
+    m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv, wgmma: bool
+) -> tuple[list, list]:
+    """(the indices of each step of 16 along the head dimension, Q's "a" fragment at each): the warp's rows on
+    mma.sync; on wgmma each warp's 16 rows read so, a warpgroup's "a" fragment being its warps' ones."""
     kb = m.kb
     scores = ops.contraction.a_reduction
     at = [origin | {key_iv: kb.index(0), scores.iv: kb.index(16 * i, "k0")} for i in range(scores.extents[0] // 16)]
-    q = [_factor(m, ops.scores[0], "a", (16, 16), a, scores.iv, {}, rows=loop.extents[0]) for a in at]
-    return at, [_as_wgmma_a(kb, f) for f in q]
+    rows = 16 if wgmma else _warp_tile(loop)[0]
+    q = [_factor(m, ops.scores[0], "a", (rows, 16), a, scores.iv, {}, rows=loop.extents[0]) for a in at]
+    return at, [_as_wgmma_a(kb, f) for f in q] if wgmma else q
 
 
 def _scores_on_wgmma(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin: dict, key_iv, keys: int) -> Value:
@@ -231,7 +247,7 @@ def _scores_on_wgmma(m, loop: T.ForOp, ops: fragments.AttentionOperands, origin:
     kb = m.kb
     scores = ops.contraction.a_reduction
     hoisted = m.before_keys.get(scores)
-    at, q = hoisted[1:] if hoisted else _q_fragments(m, loop, ops, origin, key_iv)
+    at, q = hoisted[1:] if hoisted else _q_fragments(m, loop, ops, origin, key_iv, wgmma=True)
     s = kb.const(0.0, FragType("acc", f32, (64, keys), "wgmma"), "s")
     kb.wgmma_fence()  # Q's registers and the zeros were written by other instructions
     for qa, a in zip(q, at):
@@ -288,6 +304,7 @@ def _closure(key_ops, v: Value) -> list:
     return [o for o in key_ops if o in need]
 
 
+Q_REGISTERS = 16
 _KIND = {m.op: name for name, m in MONOIDS.items() if m.width == 1}  # kernel.reduce's kind of a join op
 
 
