@@ -306,8 +306,6 @@ class Trial:
     reduction_work_before: float
     reduction_work_after: float
     tensor_cores_lost: str | None = None  # why the fusion takes a contraction off the tensor cores (`why_lost`)
-    reduction_trips_before: int = 0
-    reduction_trips_after: int = 0
 
     def growth(self) -> float:
         """How many times the work of the two kernels the fusion leaves (1.0: the same)."""
@@ -336,7 +334,6 @@ def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -
     cleanup(fused)
     last = reader_kernels(producer.buffer) == [consumer] and not is_returned(producer.buffer)
     prod_after, red_prod_after = work(producer.kernel), reduction_work(producer.kernel)
-    trips_prod_after = reduction_trips(producer.kernel)
     after = [fused, producer.kernel]
     if last:
         rest = producer.kernel.clone()
@@ -345,7 +342,6 @@ def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -
         eliminate_dead(rest)
         prod_after = work(rest) if any(isinstance(o, StoreOp) for o in rest.walk()) else 0
         red_prod_after = reduction_work(rest) if prod_after else 0
-        trips_prod_after = reduction_trips(rest) if prod_after else 0
         after = [fused, rest] if prod_after else [fused]
     lost = why_lost([producer.kernel, consumer], after)
     if last:
@@ -360,56 +356,7 @@ def measure(consumer: KernelOp, producer: Producer, interchange: bool = False) -
         reduction_work_before=reduction_work(producer.kernel) + reduction_work(consumer),
         reduction_work_after=red_prod_after + reduction_work(fused),
         tensor_cores_lost=lost,
-        reduction_trips_before=reduction_trips(producer.kernel) + reduction_trips(consumer),
-        reduction_trips_after=trips_prod_after + reduction_trips(fused),
     )
-
-
-def reduction_trips(root: Operation, trips: int = 1) -> int:
-    """Iterations of the reduce loops under `root`: each once per iteration of its enclosing loops."""
-    total = 0
-    if isinstance(root, LoopOp):
-        trips *= root.extent
-        total += trips if isinstance(root, ReduceOp) else 0
-    for region in root.regions:
-        for block in region.blocks:
-            for inner in block.ops:
-                total += reduction_trips(inner, trips)
-    return total
-
-
-PROLOGUE_OPS_PER_WORD = 8
-
-
-def streamed_prologue(t: Trial) -> bool:
-    """Whether the trial inlines a producer's reductions and map as the prologue of contractions that stream an
-    operand."""
-    reductions = [(_points(r, t.fused), r) for r in t.fused.walk() if isinstance(r, ReduceOp)]
-    if not reductions:
-        return False
-    points, largest = max(reductions, key=lambda pr: pr[0])
-    if t.reduction_trips_after - t.reduction_trips_before > points // 16:
-        return False
-    streamed = [ld.buffer for ld in largest.walk() if isinstance(ld, LoadOp) and _numel(ld.buffer) == points]
-    words = sum(b.type.dtype.bytes / 4 for b in set(streamed)) * points
-    return bool(streamed) and t.reduction_work_after - t.reduction_work_before <= PROLOGUE_OPS_PER_WORD * words * 2
-
-
-def _points(r: ReduceOp, root: Operation) -> int:
-    n = r.extent
-    for a in r.ancestors():
-        if a is root:
-            break
-        if isinstance(a, LoopOp):
-            n *= a.extent
-    return n
-
-
-def _numel(buf: Value) -> int:
-    n = 1
-    for d in buf.type.shape:
-        n *= d
-    return n
 
 
 def _store_in(copy: KernelOp, producer: Producer) -> StoreOp:
