@@ -8,6 +8,7 @@ from irforge.dialects.tile.algebra import affine_stores
 from irforge.passes.tile.chunk_reduce import identity_init, is_chunk
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile.rewrites import substitute
+from irforge.passes.tile_to_kernel import clusters
 
 from irforge.ir import Operation
 from irforge.pass_manager import Choices, Pass, option
@@ -85,6 +86,7 @@ class TileSplitReduce(Pass):
             why = affine_stores(shared or r) if self.via == "atomics" and shares > 1 else None
             if self.via == "cluster" and shares > 1:
                 why = cluster.why_not(shares) or _threads_apart(op, r, "through a cluster") or _repeated(op, r)
+                why = why or _cluster_misfit(op, r, shared, shares)
             if why is not None and self.across != "warps":
                 return f"via={self.via}: {why}"
         return None
@@ -193,6 +195,20 @@ def _repeated(kernel: T.KernelOp, r: T.ReduceOp) -> str | None:
             what = "a reduction" if isinstance(lp, T.ReduceOp) else f"the loop over {', '.join(lp.bind) or 'a thread'}"
             return f"a combine through a cluster runs once a thread, but {what} around it runs it more than once"
     return None
+
+
+def _cluster_misfit(kernel: T.KernelOp, r: T.ReduceOp, shared: T.CombineOp | None, shares: int) -> str | None:
+    """Why the combine of `r` split into `shares` blocks of a cluster could not be materialized
+    (`passes/tile_to_kernel/clusters.why_not` on a trial split of a copy: the blocks' carriers in shared memory,
+    lower-to-kernel's failure otherwise)."""
+    trial = kernel.clone()
+    at = {id(x): i for i, x in enumerate(kernel.walk())}
+    ops = list(trial.walk())
+    comb = split(trial, ops[at[id(r)]], ops[at[id(shared)]] if shared is not None else None, shares)
+    comb.attributes["via"] = "cluster"
+    why = clusters.why_not(trial, comb)
+    trial.erase()  # the copy's uses of the function's buffers go with it
+    return why
 
 
 def _free_axis(kernel: T.KernelOp, across: str) -> str | None:
