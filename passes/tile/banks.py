@@ -530,8 +530,10 @@ def proof(stage: T.StageOp, current: Candidate, best: Candidate, candidates: lis
     """The remark a pass makes of its choice: the stage, the layout taken, and each candidate's wavefronts per
     request and per fill (or why it was out)."""
     head = f"%{stage.result.name_hint or 'stage'} {list(stage.box)}: "
-    if not candidates:
+    if not candidates and current.cost.wavefronts <= current.cost.ideal:
         return head + f"keeps {current.name()}: conflict-free ({current.cost})"
+    if not candidates:
+        return head + f"keeps {current.name()} ({current.cost}): no other layout applies"
     if best is current:
         head += f"keeps {current.name()} ({current.cost})"
     else:
