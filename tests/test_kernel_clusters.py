@@ -215,3 +215,32 @@ def test_a_pushing_kernel_compiles():
     assert "irf_st_async<4>(irf_dst, tile, irf_bar);" in src and "irf_mapa_shared(rows_addr" in src
     usage = resource_usage(src, k.attributes["sym_name"], arch="sm_90a")
     assert usage and not any(u.spills for u in usage.values()), usage
+
+
+def test_a_split_through_a_cluster_leaves_its_carriers_room():
+    """L1 (a [512, 2048] x [2048, 2560] bf16 linear on wgmma, 64 x 160 tiles a block) split over 4 blocks of a
+    cluster in rings of 3: each block keeps the 4 blocks' 80 accumulators a thread (160 KB), which the stages'
+    budget now counts, so the kernel's dynamic and static shared memory (read from the CUBIN) fit a block; it
+    lowered to 225,280 bytes of stages and carriers and 26,624 static, over the 232,448 a block has, and failed
+    only at launch."""
+    from irforge.dialects.cuda import ops as C
+
+    from irforge import frontend
+    from irforge.compiler import compile_program
+    from irforge.pass_manager import run_pipeline
+    from irforge.runtime.nvrtc import resource_usage
+    from irforge.target import target
+    from irforge.tune.space import set_tune
+
+    snippet = (
+        "import torch.nn.functional as F; "
+        "F.linear(torch.randn(512, 2048, dtype=torch.bfloat16), torch.randn(2560, 2048, dtype=torch.bfloat16))"
+    )
+    m = compile_program(frontend.from_snippet(snippet), "loop").module
+    set_tune(m, {"tile-split-reduce": {"splits": 4, "via": "cluster"}, "tile-multi-buffer": {"stages": 3}})
+    run_pipeline(m, "loop-to-tile,tile-to-kernel,kernel-to-cuda")
+    (k,) = [op for op in m.body.ops if isinstance(op, C.CudaKernelOp)]
+    assert "__cluster_dims__" in k.attributes["source"]
+    name = k.attributes["sym_name"]
+    static = resource_usage(k.attributes["source"], name, arch="sm_90a")[name].smem
+    assert k.attributes["smem"] + static <= target().smem_per_block, (k.attributes["smem"], static)

@@ -1,12 +1,13 @@
 """Shared memory a kernel needs beyond its stages: the workspace of its combines among warps (a reduction sliced
-over threadIdx.y by `tile-split-reduce across=warps`), which the budgets of the passes that size stages and rings
-count before the lowering allocates it."""
+over threadIdx.y by `tile-split-reduce across=warps`) and through a cluster (`via=cluster`: each block keeps every
+block's carriers), which the budgets of the passes that size stages and rings count before the lowering allocates
+it."""
 
 from __future__ import annotations
 
 import math
 
-from . import THREAD_AXES, CombineOp, ForOp, KernelOp, enclosing_loops
+from . import BLOCK_AXES, THREAD_AXES, CombineOp, ForOp, KernelOp, enclosing_loops
 from .columns import varies
 
 
@@ -22,3 +23,21 @@ def warp_workspace_bytes(kernel: KernelOp) -> int:
             n = math.prod(w for lp in loops for iv, w in zip(lp.ivs, lp.vector_shape) if varies(v, iv, set()))
             total += n * v.type.bytes * kernel.threads
     return total
+
+
+def workspace_bytes(kernel: KernelOp) -> int:
+    """Shared memory the kernel's combines take once materialized: among warps and through clusters."""
+    return warp_workspace_bytes(kernel) + sum(
+        cluster_carrier_bytes(kernel, c) for c in kernel.walk() if isinstance(c, CombineOp) and _via_cluster(c)
+    )
+
+
+def cluster_carrier_bytes(kernel: KernelOp, comb: CombineOp) -> int:
+    """The carriers of a combine through a cluster in each of its blocks: every block's, a slot per thread for
+    each component (32-bit) of the thread's work items (`passes/tile_to_kernel/clusters.py`)."""
+    per_thread = math.prod(lp.vector for lp in enclosing_loops(comb))
+    return kernel.axis_size(comb.over[0]) * kernel.threads * per_thread * len(comb.operands) * 4
+
+
+def _via_cluster(c: CombineOp) -> bool:
+    return len(c.over) == 1 and c.over[0] in BLOCK_AXES and c.attributes.get("via") == "cluster"

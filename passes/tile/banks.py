@@ -51,7 +51,7 @@ from irforge.dialects.kernel.types import TMA_SWIZZLE_SPANS, SmemType, tma_swizz
 from irforge.dialects.loop.indexing import used_values
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.vectors import expand, loop_lanes
-from irforge.dialects.tile.workspace import warp_workspace_bytes
+from irforge.dialects.tile.workspace import workspace_bytes
 from irforge.passes.tile_to_kernel import memory
 
 from irforge import index_expr as ix
@@ -448,9 +448,9 @@ def descriptor_layout(stage: T.StageOp) -> dict | None:
 
 
 def smem_bytes(kernel: T.KernelOp) -> int:
-    """Shared memory the kernel's stages take (every slot of their rings, rows padded), and its combines among
-    warps."""
-    return warp_workspace_bytes(kernel) + sum(
+    """Shared memory the kernel's stages take (every slot of their rings, rows padded), and its combines (among
+    warps, through clusters)."""
+    return workspace_bytes(kernel) + sum(
         memory.slot_type(st).nbytes * st.ring for st in kernel.walk() if isinstance(st, T.StageOp)
     )
 

@@ -5,7 +5,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.loop import indexing
 from irforge.dialects.tile.vectors import expand
-from irforge.dialects.tile.workspace import warp_workspace_bytes
+from irforge.dialects.tile.workspace import workspace_bytes
 from irforge.passes.tile.chunk_reduce import is_chunk
 from irforge.passes.tile.heuristics import heuristic
 
@@ -77,8 +77,9 @@ def _kb(nbytes: int) -> str:
 
 
 def staged_bytes(kernel: T.KernelOp) -> int:
-    """Shared memory the kernel's stages (every slot of their rings) and its combines among warps take."""
-    return warp_workspace_bytes(kernel) + sum(
+    """Shared memory the kernel's stages (every slot of their rings) and its combines (among warps, through
+    clusters) take."""
+    return workspace_bytes(kernel) + sum(
         math.prod(s.box) * s.result.type.dtype.bytes * s.ring for s in kernel.walk() if isinstance(s, T.StageOp)
     )
 

@@ -32,6 +32,7 @@ from irforge.dialects import tile as T
 from irforge.dialects.kernel import cluster
 from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import FragType, MbarrierType, SmemType, element_type, per_thread_shape
+from irforge.dialects.tile.workspace import cluster_carrier_bytes
 
 from irforge import index_expr as ix
 from irforge.ir import Block
@@ -56,19 +57,17 @@ def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
         return f"the kernel combines via clusters over {' and '.join(sorted(axes))}; a launch has one cluster shape"
     if kernel.axis_size(axis) != n:
         return f"the kernel has {kernel.axis_size(axis)} blocks along {axis}, not the {n} that share the reduction"
-    per_thread = 1  # the carrier's elements a thread holds: one work item of each enclosing loop
     for lp in T.enclosing_loops(comb):
         if isinstance(lp, T.ReduceOp) or lp.work_items > lp.units(kernel):
             return "it runs more than once a thread (its carriers' buffers and barrier serve one combine)"
-        per_thread *= lp.vector
     wide = next((r.type for r in comb.results if r.type.bytes != 4), None)
     if wide is not None:
         return f"its carrier has {wide} components; blocks exchange 32-bit values"
     if memory.producer_stages(kernel):
         return "a kernel with a producer warp (the rule places the carriers of the block's own threads only)"
-    row = kernel.threads * per_thread * len(comb.operands) * 4
-    if n * row > target().smem_per_block or (n - 1) * row >= MBARRIER_TX_LIMIT:
-        return f"its blocks' carriers take {n * row} bytes of shared memory, more than a block or an mbarrier holds"
+    nbytes = cluster_carrier_bytes(kernel, comb)
+    if nbytes > target().smem_per_block or (n - 1) * nbytes // n >= MBARRIER_TX_LIMIT:
+        return f"its blocks' carriers take {nbytes} bytes of shared memory, more than a block or an mbarrier holds"
     return None
 
 
