@@ -185,7 +185,7 @@ def test_mma_fragment_addresses_follow_the_layout_table():
 
 
 def test_index_expressions_in_c():
-    from irforge.passes.kernel_to_cuda.kernel_to_cuda import c_index
+    from irforge.passes.kernel_to_cuda.c_text import c_index
 
     from irforge import index_expr as ix
 
@@ -253,7 +253,7 @@ def test_shared_offsets_in_c_are_the_swizzled_offsets(swizzle, rank, col_log2, s
     """`smem_offset_text`, evaluated as C evaluates it, is the swizzled row-major offset times `scale` at random
     points: for every index rank given (the leading dimensions only, as a TMA box's slot), with and without an
     extra offset, whether or not the rows are short enough for the row/column split."""
-    from irforge.passes.kernel_to_cuda.kernel_to_cuda import smem_offset_text
+    from irforge.passes.kernel_to_cuda.c_text import smem_offset_text
 
     from irforge import index_expr as ix
 
