@@ -96,7 +96,7 @@ def _one_writer(comb: T.CombineOp, loop: T.ForOp, iv, extent: int) -> bool:
     """Whether the points along `iv` that would store one element (a component that does not vary along it) come
     down to one writer: a single point, the trips of one thread's own loop, the column of a loop whose threads
     differ only in it (the single-writer rule lets the first store for all), or the columns of a tensor-core atom's
-    layout (the first of the lanes sharing a row stores: `memory._row_writer`). Threads or blocks dealt the index
+    layout (the first of the lanes sharing a row stores: `memory_access._row_writer`). Threads or blocks dealt the index
     any other way would all write the element: it then keeps its dimension (a thread's strided columns, `tn=1`)."""
     if extent == 1 or not loop.bind:
         return True

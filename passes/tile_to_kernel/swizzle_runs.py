@@ -72,7 +72,7 @@ def possible_bits(e: ix.IndexExpr, lanes) -> int | None:
 
 
 def xor_runs(offset: ix.IndexExpr, shape, strides, width, dtype, lanes, slot: tuple[int, int] | None) -> bool:
-    """Whether every run of a tile access (`shape`, `strides`, `width`: `memory.Pattern`'s) at lane 0's `offset`
+    """Whether every run of a tile access (`shape`, `strides`, `width`: `memory_access.Pattern`'s) at lane 0's `offset`
     in a swizzled memory may be addressed as `swz(offset) ^ swz(c)`: no run offset `c` shares a bit with what
     `offset` may have. `slot`: (ring, elements a slot) when the memory is a ring, whose slot term the swizzle sees
     too."""
