@@ -219,7 +219,7 @@ def before_keys(m, r: T.ReduceOp) -> None:
     q_type = FragType("a", element_type(ops.scores[0].value.type), (_warp_tile(loop)[0], 16))
     if not wgmma and q_type.per_lane * scores.extents[0] // 16 > 2 * Q_REGISTERS:
         return
-    if next(a for a in ops.contraction.reduce.ancestors() if isinstance(a, T.ReduceOp)) is not r:
+    if next((a for a in ops.contraction.reduce.ancestors() if isinstance(a, T.ReduceOp)), None) is not r:
         return  # a loop around the loop over chunks (a warp's share of them): Q's slab may not have landed yet
     stages = [x.operands[0].owner if isinstance(x, T.LoadOp) else None for x in ops.scores[0].ops]
     if all(isinstance(st, T.StageOp) and not r.is_ancestor_of(st) for st in stages):
