@@ -28,7 +28,7 @@ def warp_workspace_bytes(kernel: KernelOp) -> int:
 def workspace_bytes(kernel: KernelOp) -> int:
     """Shared memory the kernel's combines take once materialized: among warps and through clusters."""
     return warp_workspace_bytes(kernel) + sum(
-        cluster_carrier_bytes(kernel, c) for c in kernel.walk() if isinstance(c, CombineOp) and _via_cluster(c)
+        cluster_carrier_bytes(kernel, c) for c in kernel.walk() if isinstance(c, CombineOp) and via_cluster(c)
     )
 
 
@@ -39,5 +39,7 @@ def cluster_carrier_bytes(kernel: KernelOp, comb: CombineOp) -> int:
     return kernel.axis_size(comb.over[0]) * kernel.threads * per_thread * len(comb.operands) * 4
 
 
-def _via_cluster(c: CombineOp) -> bool:
-    return len(c.over) == 1 and c.over[0] in BLOCK_AXES and c.attributes.get("via") == "cluster"
+def via_cluster(comb: CombineOp) -> bool:
+    """Whether a combine over a block axis is materialized through a cluster: only where a split asked for it
+    (`tile-split-reduce via=cluster`; the rule is `passes/tile_to_kernel/clusters.py`)."""
+    return len(comb.over) == 1 and comb.over[0] in BLOCK_AXES and comb.attributes.get("via") == "cluster"

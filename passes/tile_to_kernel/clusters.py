@@ -32,7 +32,7 @@ from irforge.dialects import tile as T
 from irforge.dialects.kernel import cluster
 from irforge.dialects.kernel.builder import Val
 from irforge.dialects.kernel.types import FragType, MbarrierType, SmemType, element_type, per_thread_shape
-from irforge.dialects.tile.workspace import cluster_carrier_bytes
+from irforge.dialects.tile.workspace import cluster_carrier_bytes, via_cluster
 
 from irforge import index_expr as ix
 from irforge.ir import Block
@@ -69,12 +69,6 @@ def why_not(kernel: T.KernelOp, comb: T.CombineOp) -> str | None:
     if nbytes > target().smem_per_block or (n - 1) * nbytes // n >= MBARRIER_TX_LIMIT:
         return f"its blocks' carriers take {nbytes} bytes of shared memory, more than a block or an mbarrier holds"
     return None
-
-
-def via_cluster(comb: T.CombineOp) -> bool:
-    """Whether a combine over a block axis is materialized through a cluster (only where asked for: see the
-    module's docstring)."""
-    return len(comb.over) == 1 and comb.over[0] in T.BLOCK_AXES and comb.attributes.get("via") == "cluster"
 
 
 def cluster_shape(axis: str, n: int) -> tuple[int, int, int]:
