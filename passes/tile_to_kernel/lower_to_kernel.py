@@ -182,6 +182,7 @@ class Materializer:
         self.zeroed: list[Value] = []  # buffers a kernel launched first must zero (atomics add into them)
         self.wgmma_in_flight: set[T.LoopOp] = set()  # loops whose trips leave their wgmma group in flight
         self.waits_after_prologue: set[T.LoopOp] = set()  # loops whose prologue an earlier copy's wait follows
+        self.unwaited: list[T.StageOp] = []  # stages copied in a run whose wait comes with the run's last (memory.py)
         self.ghost_lanes: dict[T.ForOp, int] = {}  # atom loops whose lanes past this many hold ghost rows
         self.before_keys: dict[T.ReduceOp, tuple] = {}  # attention's warp origin and Q fragments (flash.py)
         self.trip_bound: dict[T.LoopOp, Value] = {}  # loops a mask cuts short: the trips they make (masked.py)

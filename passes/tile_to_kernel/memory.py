@@ -101,19 +101,45 @@ def stage(m, op: T.StageOp) -> None:
         elif again:
             kb.barrier()  # every thread is done with the slot's previous box (the wait is per thread)
         _request(m, op, slot)
-        _wait(m, op)
-        return
-    if again and op.ring == 1:
-        kb.barrier()  # a thread may come here again: the previous trip's readers of the box must be done
-    copy(m, op, slot)
-    if op.copy == "async":
-        kb.cp_async_commit()
-        first = _first_reader_pipeline(op)
-        if first is not None:
-            m.waits_after_prologue.add(first)
-            return
+    else:
+        if again and op.ring == 1:
+            kb.barrier()  # a thread may come here again: the previous trip's readers of the box must be done
+        copy(m, op, slot)
+        if op.copy == "async":
+            kb.cp_async_commit()
+            first = _first_reader_pipeline(op)
+            if first is not None:
+                m.waits_after_prologue.add(first)
+                return
+    m.unwaited.append(op)
+    if not _joins_next(op):
+        _wait_all(m)
+
+
+def _joins_next(op: T.StageOp) -> bool:
+    """Whether the op right after this stage is a stage copied and waited for in place: this copy's wait then
+    waits with that one's, so that a run of stages (attention's Q, K and V slabs) costs one round trip, not one
+    each."""
+    ops = op.parent.ops
+    at = ops.index(op) + 1
+    nxt = ops[at] if at < len(ops) else None
+    if not isinstance(nxt, T.StageOp) or nxt.prefetch or nxt.producer:
+        return False
+    return nxt.copy != "async" or _first_reader_pipeline(nxt) is None
+
+
+def _wait_all(m) -> None:
+    """Wait for the stages copied since the last wait: their mbarriers, the cp.async groups, then a barrier (every
+    thread's copies are in) unless only the copy engine's boxes were waited for (each thread waits for them)."""
+    kb = m.kb
+    for op in m.unwaited:
+        if op.copy == "tma":
+            _wait(m, op)
+    if any(op.copy == "async" for op in m.unwaited):
         kb.cp_async_wait(0)
-    kb.barrier()
+    if any(op.copy != "tma" for op in m.unwaited):
+        kb.barrier()
+    m.unwaited.clear()
 
 
 def _first_reader_pipeline(op: T.StageOp) -> T.LoopOp | None:
