@@ -7,7 +7,7 @@ from irforge.dialects.kernel.types import PtrType
 
 from irforge.ir import Block, Operation, Value
 from irforge.pass_manager import Choices, Pass, option
-from irforge.types import TensorType, index
+from irforge.types import TensorType
 
 
 class KernelHoistLoads(Pass):
@@ -16,22 +16,17 @@ class KernelHoistLoads(Pass):
     A load that follows a loop, a barrier or a reduction it does not depend on (RMSNorm's weight and input, read
     again to scale them once the row's statistics are in) waits out their latency before it even starts; ptxas
     does not move a load across a barrier. Within each block of the kernel, such a load moves up, with the pure
-    ops computing its address, to just after the last op that defines one of them. Only loads of global buffers
-    that nothing in the kernel stores into, atomically updates or copies into are moved, so no value read
-    changes; loads inside branches stay where they are. A `kernel.griddepcontrol_wait` stops them (what the launch
-    before writes is only visible after it) unless the buffer is a weight, a program parameter at every launch,
-    which no kernel writes: a decode step's projection then has its share of the weight in flight while the launch
-    before it drains. A loop marked for full unrolling (`unroll = 0`, at most `MAX_TRIPS` trips of constant
-    bounds) whose body holds such a load, behind a barrier or a wait it need not wait for (a decode GEMV's weight
-    behind the wait, or behind the copy of its input vector into shared memory), is unrolled here (ptxas would
-    unroll it anyway), so that each trip's load can move. The registers a thread holds the hoisted values in are
-    bounded: at most `max-bytes` of loads move in each block (0: none).
+    ops computing its address, to just after the last op that defines one of them (never above a
+    `kernel.griddepcontrol_wait`: what the launch before writes is only visible after it). Only loads of global
+    buffers that nothing in the kernel stores into, atomically updates or copies into are moved, so no value read
+    changes; loads inside loops and branches stay where they are. The registers a thread holds the hoisted values
+    in are bounded: at most `max-bytes` of loads move in each block (0: none).
     """
 
     name = "kernel-hoist-loads"
     input_level = "kernel"
     max_bytes: int = option(
-        128,
+        64,
         domain=Choices((0, 16, 32, 64, 128)),
         help="most bytes a thread's moved loads may hold in each block (registers kept live from the earlier point)",
     )
@@ -45,101 +40,11 @@ class KernelHoistLoads(Pass):
             if not launches:
                 continue  # what its parameters are bound to, and so what they alias, is not known
             read_only = _read_only(kernel, launches)
-            weights = {a for a in read_only if _weight(kernel.body.args.index(a), launches)}
-            moved = _visit(kernel.body, read_only, weights, self.max_bytes) if self.max_bytes else 0
+            moved = 0
+            for block in [b for o in kernel.walk() for r in o.regions for b in r.blocks]:
+                moved += _hoist(block, read_only, self.max_bytes)
             if moved:
                 self.remark(kernel, f"{moved} load(s) issued earlier, ahead of work they do not depend on")
-
-
-# A loop is unrolled for its loads to move only up to this many trips (the default lowering's unrolled loops over
-# a thread's share of a decode GEMV's row take 4).
-MAX_TRIPS = 8
-
-
-def _visit(block: Block, read_only: set[Value], weights: set[Value], budget: int) -> int:
-    """Unroll the block's loops whose loads could then move, move its loads, then do the same in nested blocks."""
-    for loop in [o for o in block.ops if isinstance(o, K.ForOp)]:
-        if _worth_unrolling(loop, block, read_only, weights):
-            _unroll(loop)
-    moved = _hoist(block, read_only, weights, budget)
-    for op in list(block.ops):
-        for region in op.regions:
-            for inner in region.blocks:
-                moved += _visit(inner, read_only, weights, budget)
-    return moved
-
-
-def _weight(i: int, launches: list[K.LaunchOp]) -> bool:
-    """Whether every launch binds parameter `i` to a program parameter (a weight: no kernel writes it)."""
-    return all(isinstance(_root(launch.args[i]).owner, K.ParamOp) for launch in launches)
-
-
-def _floor(block: Block, mem: Value, weights: set[Value]) -> int:
-    """The position in `block` a load of `mem` may not rise above: the wait for the launch before, unless `mem` is
-    a weight."""
-    if mem in weights:
-        return -1
-    return max((i for i, o in enumerate(block.ops) if isinstance(o, DL.GridDepWaitOp)), default=-1)
-
-
-def _trips(loop: K.ForOp) -> range | None:
-    if loop.index_operands:
-        return None
-    (lo,), (hi,) = loop.attributes["lower"].evaluate(()), loop.attributes["upper"].evaluate(())
-    return range(lo, hi, loop.attributes["step"])
-
-
-def _worth_unrolling(loop: K.ForOp, block: Block, read_only: set[Value], weights: set[Value]) -> bool:
-    """A fully unrolled loop of a few constant trips with a load of a read-only buffer at the top of its body
-    whose address the trip and the values before the loop give, behind a barrier, wait or loop of `block`."""
-    trips = _trips(loop)
-    if loop.attributes.get("unroll") != 0 or trips is None or not 0 < len(trips) <= MAX_TRIPS:
-        return False
-    at = block.ops.index(loop)
-    for load in (o for o in loop.body.ops if isinstance(o, K.LoadOp) and o.mem in read_only):
-        chain = _address_chain(load, loop.body)
-        if chain is None:
-            continue
-        outer = [v for c in chain for v in c.operands if v.owner not in chain and v is not loop.induction_var]
-        start = _earliest(outer, block, _floor(block, load.mem, weights))
-        if any(_holds_back(o) for o in block.ops[start:at]):
-            return True
-    return False
-
-
-def _earliest(values: list[Value], block: Block, floor: int) -> int:
-    """The first position in `block` past `floor` where `values` can all be had, the pure ops of `block` computing
-    them moved along."""
-    ops = block.ops
-    pos = floor
-    todo, seen = list(values), set()
-    while todo:
-        owner = todo.pop().owner
-        if not isinstance(owner, Operation) or owner.parent is not block or owner in seen:
-            continue
-        seen.add(owner)
-        if _pure(owner):
-            todo.extend(owner.operands)
-        else:
-            pos = max(pos, ops.index(owner))
-    return pos + 1
-
-
-def _unroll(loop: K.ForOp) -> None:
-    """Replace the loop by its trips' bodies in order, each with its trip's index and the carries before it."""
-    block = loop.parent
-    values = list(loop.inits)
-    for t in _trips(loop):
-        trip = K.ConstOp((), [index], {"value": t})
-        block.insert_before(loop, trip)
-        vm = {loop.induction_var: trip.result, **dict(zip(loop.carries, values))}
-        term = loop.body.terminator  # a loop that carries nothing may have none
-        for op in loop.body.ops if term is None else loop.body.ops[:-1]:
-            block.insert_before(loop, op.clone(vm))
-        values = [vm.get(v, v) for v in term.operands] if term is not None else []
-    for r, v in zip(loop.results, values):
-        r.replace_all_uses_with(v)
-    loop.erase()
 
 
 def _read_only(kernel: K.KernelFuncOp, launches: list[K.LaunchOp]) -> set[Value]:
@@ -167,10 +72,9 @@ def _root(v: Value) -> Value:
     return v
 
 
-def _hoist(block: Block, read_only: set[Value], weights: set[Value], budget: int) -> int:
+def _hoist(block: Block, read_only: set[Value], budget: int) -> int:
     """Move the block's eligible loads (and their address ops) up; the number moved."""
     hoisted: list[K.LoadOp] = []
-    last: dict[int, K.LoadOp] = {}  # by floor: the load moved last, which the next one stays behind (their order)
     for load in [o for o in block.ops if isinstance(o, K.LoadOp) and o.mem in read_only]:
         t = load.result.type
         nbytes = t.numel * t.dtype.bytes if isinstance(t, TensorType) else t.bytes
@@ -178,9 +82,9 @@ def _hoist(block: Block, read_only: set[Value], weights: set[Value], budget: int
         if nbytes > budget or chain is None:
             continue
         ops = block.ops
-        floor = _floor(block, load.mem, weights)
-        behind = ops.index(last[floor]) if floor in last else -1
-        target = max([floor, behind, *(_def_index(v, block, chain) for c in chain for v in c.operands)]) + 1
+        floor = max((i for i, o in enumerate(ops) if isinstance(o, DL.GridDepWaitOp)), default=-1)
+        last = ops.index(hoisted[-1]) if hoisted else -1  # the loads moved before it keep their order
+        target = max([floor, last, *(_def_index(v, block, chain) for c in chain for v in c.operands)]) + 1
         if not any(_holds_back(o) for o in ops[target : ops.index(load)] if o not in chain):
             continue  # nothing ptxas would not move it across itself
         for c in [c for c in chain if ops.index(c) >= target]:
@@ -188,7 +92,6 @@ def _hoist(block: Block, read_only: set[Value], weights: set[Value], budget: int
             target += 1
         budget -= nbytes
         hoisted.append(load)
-        last[floor] = load
     return len(hoisted)
 
 
@@ -213,10 +116,8 @@ def _pure(op: Operation) -> bool:
 
 
 def _holds_back(op: Operation) -> bool:
-    """Whether ptxas keeps a later load behind `op`: a loop or branch, a barrier, a wait, a fence (not the signal
-    that lets the next launch start, which waits for nothing)."""
-    signal = isinstance(op, DL.GridDepLaunchDependentsOp)
-    return bool(op.regions) or (isinstance(op, (BareOp, K.MbarrierWaitOp)) and not signal)
+    """Whether ptxas keeps a later load behind `op`: a loop or branch, a barrier, a wait, a fence."""
+    return bool(op.regions) or isinstance(op, (BareOp, K.MbarrierWaitOp))
 
 
 def _def_index(v: Value, block: Block, chain: list[Operation]) -> int:
