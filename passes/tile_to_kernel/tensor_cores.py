@@ -63,6 +63,11 @@ def why_not(kernel: T.KernelOp, op: Operation) -> str | None:
         return f"is laid out on {atom}, but its contraction {ops}"
     if isinstance(ops, fragments.AttentionOperands) and op.attributes["warps"][1] != 1:
         return f"is laid out on {atom}, but attention runs with whole rows a warp (warps [k, 1])"
+    if isinstance(ops, fragments.AttentionOperands) and not isinstance(ops.contraction.reduce.parent_op, T.ReduceOp):
+        return (
+            f"is laid out on {atom}, but its attention's keys are not in chunks: the atoms take a chunk's scores "
+            "whole, so the online reduction over keys must hold the one over a chunk (tile-chunk-reduce)"
+        )
     rows = op.extents[0] // op.attributes.get("warps", (1, 1))[0]
     if rows in fragments.TOP_ROWS and not isinstance(ops, fragments.AttentionOperands):
         return f"is laid out on {atom} in warp tiles of {rows} rows (the atoms' top halves), built for attention only"
