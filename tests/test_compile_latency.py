@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks, banks_layouts
 from test_smem_banks import ROWS, _stage
 
 from irforge.parser import parse_module
@@ -71,5 +71,5 @@ def test_a_decision_works_out_each_loads_threads_once(monkeypatch):
     calls = []
     real = banks._thread_layout
     monkeypatch.setattr(banks, "_thread_layout", lambda *a: calls.append(a) or real(*a))
-    _, _, tried = banks.choose(stage, [{"pad": p} for p in (1, 2, 4)] + [{"swizzle": (1, 2, 3)}])
+    _, _, tried = banks_layouts.choose(stage, [{"pad": p} for p in (1, 2, 4)] + [{"swizzle": (1, 2, 3)}])
     assert len(tried) == 4 and len(calls) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from irforge.dialects import tile as T
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks, banks_layouts
 
 from irforge.parser import parse_module
 
@@ -70,7 +70,7 @@ def _stage(text: str) -> T.StageOp:
 
 def _cost(text: str, **layout) -> banks.Cost:
     st = _stage(text)
-    with banks.trying(st, layout):
+    with banks_layouts.trying(st, layout):
         return banks.stage_cost(st)
 
 
@@ -100,7 +100,7 @@ def test_a_pad_moves_the_conflict_into_the_copy():
 
 def test_a_pad_of_one_narrows_the_vectors():
     st = _stage(ROWS)
-    c = banks.evaluate(st, {"pad": 1}, banks.stage_cost(st))
+    c = banks_layouts.evaluate(st, {"pad": 1}, banks.stage_cost(st))
     assert c.why_not == "narrows %v from 16- to 4-byte vectors"
 
 
@@ -148,14 +148,14 @@ def test_swizzling_the_tile_row_bits_into_the_units_clears_it():
 
 def test_choose_keeps_a_conflict_free_layout_without_trying_others():
     st = _stage(ROWS)
-    with banks.trying(st, {"swizzle": (1, 2, 3)}):
-        current, best, tried = banks.choose(st, [{"pad": 4}])
+    with banks_layouts.trying(st, {"swizzle": (1, 2, 3)}):
+        current, best, tried = banks_layouts.choose(st, [{"pad": 4}])
     assert best is current and tried == []
 
 
 def test_trying_restores_the_stage():
     st = _stage(ROWS)
-    with banks.trying(st, {"pad": 4, "swizzle": (1, 2, 3), "copy": "async"}):
+    with banks_layouts.trying(st, {"pad": 4, "swizzle": (1, 2, 3), "copy": "async"}):
         assert st.attributes["pad"] == 4 and st.copy == "async"
     assert "pad" not in st.attributes and "swizzle" not in st.attributes and st.copy == "sync"
 

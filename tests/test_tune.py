@@ -148,7 +148,7 @@ def test_the_winner_is_never_slower_than_the_heuristic(tmp_path):
 def test_a_point_replaces_the_heuristics_only_by_a_margin(tmp_path, edge, wins):
     """Every point takes 1 us but the best (64 threads per block), which takes `edge` of that: 1% faster is within
     the noise of a GPU's timings and the heuristic's point stays the winner; 10% faster replaces it."""
-    from irforge.tune.tuner import WIN_MARGIN
+    from irforge.tune.tuner_measure import WIN_MARGIN
 
     assert 1 - 0.9 > WIN_MARGIN > 1 - 0.99
     (r,) = tune(tmp_path, None, [("ew", EW)], budget=20, patience=1000, seconds=600, FAKE_BEST_EDGE=edge)
@@ -191,7 +191,7 @@ def test_the_search_spends_its_candidates_on_the_tensor_cores(tmp_path):
 def test_a_short_time_gets_a_short_confirmation(tmp_path):
     """With --time 1 (each measurement spending its budget, as the real one's runs do) the confirmation gets what
     is left of the kernel's second, not its usual 2 s: the kernel ends near its time instead of past it."""
-    from irforge.tune.tuner import CONFIRM, CONFIRM_FLOOR_S, RANK
+    from irforge.tune.tuner_measure import CONFIRM, CONFIRM_FLOOR_S, RANK
 
     (r,) = tune(tmp_path, None, [("ew", EW)], budget=3, patience=1000, seconds=1.0, FAKE_SPENDS_BUDGET=1)
     assert r.status == "tuned" and r.confirmed

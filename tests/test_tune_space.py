@@ -20,7 +20,7 @@ from irforge.registry import registry, reset_registry
 from irforge.testing import compare_outputs, output_types
 from irforge.tune import cost
 from irforge.tune.space import Space, digest, isolate, kernel_key, kernels_of, set_tune, split_lowering
-from irforge.tune.tuner import static_limit
+from irforge.tune.tuner_measure import static_limit
 
 _, SUFFIX = split_lowering()
 TO_KERNEL = [sp.pass_.name for sp in SUFFIX].index("kernel-to-cuda")  # where the kernel level ends

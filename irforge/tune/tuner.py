@@ -35,7 +35,6 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from irforge.bench.case import FULL_TOLERANCE, HALF_TOLERANCE
 from irforge.builtin import ModuleOp
 from irforge.pass_manager import ScheduledPass
 from irforge.pipeline import schedule_text
@@ -46,18 +45,22 @@ from . import cost
 from .db import Entry, Key, TuneDB
 from .mcts import SPMCTS
 from .space import Space, digest, kernel_key, space_version
+from .tuner_measure import (
+    CONFIRM,
+    CONFIRM_FLOOR_S,
+    FLUSH_S,
+    RANK,
+    WIN_MARGIN,
+    _GpuSlot,
+    _predicted,
+    static_limit,
+    tolerance,
+)
+from .tuner_records import Candidate, KernelFailed, KernelResult, KernelTask
+from .tuner_tree import _Tree
 from .worker import RemoteError, Worker, WorkerFailed
 
-RANK = {"reps": 20, "min_reps": 5, "warmup": 3, "max_seconds_per_case": 0.25}
-CONFIRM = {"reps": 100, "min_reps": 10, "warmup": 10, "max_seconds_per_case": 2.0}
-CONFIRM_FLOOR_S = 0.1  # the least a confirmation's timed runs get when the kernel's seconds are spent
-# A point replaces the heuristic's only when the confirmation times it this much faster: the whole-seed84 run on an
-# H100 (bench/results/tune-h100-2026-11-27b) kept winners 0-2% faster there that the suite then timed 4-7% slower
-# (silu_mul's kernels, within the runs' own spread).
-WIN_MARGIN = 0.03
-FAILED = ("wrong", "error", "fault", "timeout", "crash")
 AHEAD = 4  # candidates compiling while the GPU measures
-FLUSH_S = 50e-6  # the L2 flush before each timed run
 
 
 @dataclass
@@ -78,121 +81,6 @@ class Options:
     measure_module: str = "irforge.tune.jobs"  # what the GPU workers run (prepare, measure)
     compile_module: str = "irforge.tune.jobs"  # what the CPU workers run (compile_point)
     worker_env: dict = field(default_factory=dict)
-
-
-@dataclass
-class KernelTask:
-    """A distinct kernel to tune: its isolated loop-level module, the schedule that lowers it from there, and the
-    names it goes by in the programs."""
-
-    name: str
-    module: ModuleOp
-    schedule: list[ScheduledPass]
-    key: Key
-    uses: list[str] = field(default_factory=list)
-
-    @property
-    def pipeline(self) -> str:
-        return schedule_text(self.schedule)
-
-
-@dataclass
-class Candidate:
-    point: dict
-    status: str  # ok, pruned, or one of FAILED
-    median_s: float | None = None
-    reps: int = 0
-    detail: str = ""
-    predicted_s: float | None = None
-    phase: str = "rank"
-    program: str = field(default="", repr=False)  # the cuda-level program measured (kept for the confirmation)
-
-    def record(self) -> dict:
-        return {
-            "point": self.point,
-            "status": self.status,
-            "median_s": self.median_s,
-            "reps": self.reps,
-            "detail": self.detail,
-            "phase": self.phase,
-        }
-
-
-@dataclass
-class KernelResult:
-    task: KernelTask
-    status: str = "waiting"  # waiting, tuning, tuned, cached, failed, compiled (compile only)
-    detail: str = ""
-    space_size: int = 0
-    decisions: int = 0
-    candidates: list[Candidate] = field(default_factory=list)  # measured (ranking) and failed, in order
-    confirmed: list[Candidate] = field(default_factory=list)
-    pruned: int = 0  # compiled points over a static limit
-    refused: int = 0  # values a pass's check refused in the tree
-    merged: int = 0  # values that left the same IR as another
-    unlikely: int = 0  # children and rollout leaves predicted past prune_ratio x the heuristic's time
-    baseline: Candidate | None = None
-    winner: Candidate | None = None
-    seconds: float = 0.0
-    reliable: bool = False  # the search trusted its prior (PUCT)
-
-    @property
-    def measured(self) -> int:
-        return len(self.candidates)
-
-    @property
-    def failed(self) -> int:
-        return sum(c.status in FAILED for c in self.candidates)
-
-    def best(self) -> Candidate | None:
-        ok = [c for c in self.candidates if c.status == "ok"]
-        return min(ok, key=lambda c: c.median_s) if ok else None
-
-
-class KernelFailed(Exception):
-    pass
-
-
-# ---- the static limits -----------------------------------------------------------------------------------------
-def static_limit(compiled: dict, spill_bytes: int = 0) -> str | None:
-    """Why a compiled point cannot run (or should not: it spills), from its CUBIN's counts; None when it can."""
-    t = target()
-    for k in compiled["kernels"]:
-        threads = math.prod(k["block"])
-        warps = -(-threads // t.warp_size)
-        name = k["name"]
-        if threads > t.max_threads:
-            return f"{name}: {threads} threads per block (the limit is {t.max_threads})"
-        smem = k.get("smem", 0) + k["dynamic_smem"]
-        if smem > t.smem_per_block:
-            return f"{name}: {smem} bytes of shared memory per block (the limit is {t.smem_per_block})"
-        regs = -(-k.get("registers", 0) // 8) * 8 * warps * t.warp_size
-        if regs > t.registers_per_sm:
-            return f"{name}: {regs} registers per block (a multiprocessor has {t.registers_per_sm})"
-        if k.get("stack_frame", 0) > spill_bytes:
-            return f"{name}: spills to local memory ({k['stack_frame']} bytes of stack frame)"
-    return None
-
-
-def _seconds(features) -> float | None:
-    return cost.seconds(features) if features is not None else None
-
-
-def _predicted(features, compiled: dict) -> float | None:
-    """The cost model's time for a compiled point: its schedule's features with its CUBIN's counts."""
-    if features is None:
-        return None
-    regs = max((k.get("registers", 0) for k in compiled["kernels"]), default=0)
-    smem = max((k.get("smem", 0) + k["dynamic_smem"] for k in compiled["kernels"]), default=0)
-    return cost.seconds(features.with_compiled(regs, smem))
-
-
-def tolerance(module: ModuleOp) -> float:
-    """By the narrowest floating type the kernel writes (as the benchmark compares with eager)."""
-    func = module.body.ops[0]
-    outs = func.attributes["function_type"].outputs
-    halves = any(getattr(getattr(t, "dtype", None), "bytes", 4) == 2 for t in outs)
-    return HALF_TOLERANCE if halves else FULL_TOLERANCE
 
 
 # ---- the run ---------------------------------------------------------------------------------------------------
@@ -470,92 +358,6 @@ def _reference_pipeline(suffix: list[ScheduledPass], space: Space) -> str:
     """The lowering without the passes that make decisions: one thread per output point."""
     deciding = {d.pass_name for d in space.decisions}
     return schedule_text([sp for sp in suffix if sp.pass_.name not in deciding])
-
-
-class _Tree:
-    """The space as the search sees it: children with the cost model's predictions, counts kept."""
-
-    def __init__(self, space: Space, result: KernelResult):
-        self.space, self.r = space, result
-        self.depth = len(space.decisions)
-
-    def is_leaf(self, state) -> bool:
-        return self.space.is_leaf(state)
-
-    def expand(self, state):
-        ex = self.space.expand(state)
-        self.r.refused += len(ex.refused)
-        self.r.merged += len(ex.merged)
-        aliases: dict = {}
-        for v, kept in ex.merged:
-            aliases.setdefault(kept, []).append(v)
-        return [(v, c, _seconds(c.features), aliases.get(v, ())) for v, c in ex.children]
-
-    def values(self, state) -> tuple:
-        return self.space.decisions[len(state.values)].values
-
-    def step(self, state, value):
-        return self.space.step(state, value)
-
-    def values_of(self, state) -> tuple:
-        return state.values
-
-    def key(self, leaf) -> str:
-        return self.space.finish(leaf).digest
-
-    def predict(self, leaf) -> float | None:
-        return _seconds(leaf.features)
-
-
-class _GpuSlot:
-    """One GPU's worker and the kernel prepared in it (prepared again after each restart)."""
-
-    def __init__(self, worker: Worker, tuner: Tuner):
-        self.worker, self.tuner = worker, tuner
-        self.prepared: tuple | None = None
-        self.reference: tuple | None = None
-
-    def prepare(self, task: KernelTask, reference_text: str, tol: float) -> None:
-        self.reference = (task.key.hash, reference_text, tol)
-        self._prepare()
-
-    def _prepare(self) -> None:
-        key, text, tol = self.reference
-        fn = f"{self.tuner.o.measure_module}:prepare"
-        try:
-            res = self.worker.call(fn, key, text, tol, timeout=max(120.0, self.tuner.o.timeout * 4))
-        except WorkerFailed as e:
-            raise KernelFailed(f"the reference run failed ({e.kind}: {e.detail})") from None
-        except RemoteError as e:
-            raise KernelFailed(f"the reference run failed: {e}") from None
-        if "seconds" not in res:
-            if res.get("poisoned"):
-                self.worker.stop()
-            raise KernelFailed(f"the reference run failed: {res.get('detail')}")
-        if not self.tuner.gpu_name:
-            self.tuner.gpu_name = res.get("gpu", "")
-        self.prepared = (key, self.worker.starts)
-
-    def measure(self, task: KernelTask, programs: dict, settings: dict, timeout: float) -> dict:
-        if self.prepared != (task.key.hash, self.worker.starts) or self.worker.proc is None:
-            self._prepare()
-        fn = f"{self.tuner.o.measure_module}:measure"
-        try:
-            res = self.worker.call(fn, task.key.hash, programs, settings, timeout=timeout)
-        except WorkerFailed as e:
-            return {n: {"status": e.kind, "detail": e.detail} for n in programs}
-        except RemoteError as e:
-            return {n: {"status": "error", "detail": str(e)} for n in programs}
-        if "poisoned" in res:
-            self.worker.stop()
-            culprits = set(res["poisoned"].split(","))
-            return {
-                n: {"status": "fault", "detail": res["detail"]}
-                if n in culprits
-                else {"status": "error", "detail": "not measured: the device failed"}
-                for n in programs
-            }
-        return res
 
 
 def kernel_tasks(

@@ -7,7 +7,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.tile import fragments
 from irforge.dialects.tile.algebra import contractions_in
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks, banks_layouts
 from irforge.passes.tile.heuristics_attention import (
     ATTENTION_MMA_BLOCKS_PER_SM,
     DECODE_RING,
@@ -166,8 +166,10 @@ class StageHeuristic:
         if stage.ring < 2:
             return False
         if stage in fragments.descriptor_stages(kernel):
-            return banks.descriptor_layout(stage) is not None  # wgmma reads it in the layout the engine writes
-        engine = [{"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks.tma_layout(stage)) if sw is not None]
+            return banks_layouts.descriptor_layout(stage) is not None  # wgmma reads it in the layout the engine writes
+        engine = [
+            {"copy": "tma", "pad": 0, "swizzle": sw} for sw in ((), banks_layouts.tma_layout(stage)) if sw is not None
+        ]
         copy = "async" if target().has("cp.async") else "sync"
         threads = [{"copy": copy, "pad": 0, "swizzle": ()}]
         threads += [{"copy": copy, "pad": p, "swizzle": ()} for p in self.smem_pads(kernel, stage)]
@@ -176,6 +178,6 @@ class StageHeuristic:
         now = w.cost()
         best = []
         for layouts in (engine, threads):
-            fine = [c for c in (banks.evaluate(stage, a, now, w) for a in layouts) if c.why_not is None]
+            fine = [c for c in (banks_layouts.evaluate(stage, a, now, w) for a in layouts) if c.why_not is None]
             best.append(min((c.cost.wavefronts for c in fine), default=float("inf")))
         return best[0] <= best[1]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks_layouts
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge.ir import Operation
@@ -35,7 +35,7 @@ class TilePadSmem(Pass):
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         if not isinstance(op, T.KernelOp) or self.pad <= 0:
             return None
-        return banks.refusal(candidates(op), {"pad": self.pad}, f"pad={self.pad}")
+        return banks_layouts.refusal(candidates(op), {"pad": self.pad}, f"pad={self.pad}")
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.pad == 0:
@@ -47,8 +47,8 @@ class TilePadSmem(Pass):
                 self.remark(st, f"%{st.result.name_hint}: the tensor memory accelerator writes its rows dense")
             else:
                 layouts = [{"pad": p} for p in heuristic().smem_pads(op, st)]
-                current, best, tried = banks.choose(st, layouts)
-                self.remark(st, banks.proof(st, current, best, tried))
+                current, best, tried = banks_layouts.choose(st, layouts)
+                self.remark(st, banks_layouts.proof(st, current, best, tried))
                 if best is not current:
                     st.attributes["pad"] = best.layout["pad"]
 

@@ -5,7 +5,7 @@ import math
 from irforge.dialects import tile as T
 from irforge.dialects.tile.layout import Layout
 from irforge.dialects.tile.vectors import expand, uses
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks_layouts
 from irforge.passes.tile.heuristics import RASTER_IN_L2, RASTER_MIN_SAVING, RASTER_ROWS, heuristic
 
 from irforge.ir import Operation
@@ -136,7 +136,7 @@ def blocks_per_sm(kernel: T.KernelOp) -> int:
     t = target()
     tile = max((lp.vector for lp in kernel.walk() if isinstance(lp, T.ForOp) and lp.vector > 1), default=1)
     regs = min(t.max_registers_per_thread, 32 + 2 * tile) * kernel.threads
-    smem = banks.smem_bytes(kernel)
+    smem = banks_layouts.smem_bytes(kernel)
     fits = [t.max_threads_per_sm // kernel.threads, t.max_blocks_per_sm, t.registers_per_sm // regs]
     if smem:
         fits.append(t.smem_per_sm // smem)

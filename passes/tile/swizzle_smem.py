@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from irforge.dialects import tile as T
 from irforge.dialects.tile import fragments
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks_layouts
 from irforge.passes.tile.heuristics import heuristic
 
 from irforge.ir import Operation
@@ -59,7 +59,9 @@ class TileSwizzleSmem(Pass):
     def check(self, op: Operation) -> tuple[Operation, str] | None:
         if not isinstance(op, T.KernelOp) or self.swizzle in ((), (0, 0, 0)):
             return None
-        return banks.refusal(candidates(op), {"swizzle": self.swizzle}, f"swizzle={','.join(map(str, self.swizzle))}")
+        return banks_layouts.refusal(
+            candidates(op), {"swizzle": self.swizzle}, f"swizzle={','.join(map(str, self.swizzle))}"
+        )
 
     def run(self, op: Operation) -> None:
         if not isinstance(op, T.KernelOp) or self.swizzle == (0, 0, 0):
@@ -69,7 +71,7 @@ class TileSwizzleSmem(Pass):
             if self.swizzle:
                 st.attributes["swizzle"] = self.swizzle
                 continue
-            layout = banks.descriptor_layout(st) if st in read_by_wgmma else None
+            layout = banks_layouts.descriptor_layout(st) if st in read_by_wgmma else None
             if layout is not None:
                 st.attributes.update(layout)
                 blocks = f" in blocks of {layout['columns']} columns" if "columns" in layout else ""
@@ -78,12 +80,12 @@ class TileSwizzleSmem(Pass):
                 )
                 continue
             if st.copy == "tma":
-                sw = banks.tma_layout(st)
+                sw = banks_layouts.tma_layout(st)
                 options = [sw] if sw is not None else []
             else:
                 options = heuristic().smem_swizzles(op, st)
-            current, best, tried = banks.choose(st, [{"swizzle": sw} for sw in options])
-            self.remark(st, banks.proof(st, current, best, tried))
+            current, best, tried = banks_layouts.choose(st, [{"swizzle": sw} for sw in options])
+            self.remark(st, banks_layouts.proof(st, current, best, tried))
             if best is current:
                 continue
             pad = None if st.copy == "tma" or "pad" in st.attributes else _padded_as_well(op, st, best)
@@ -93,11 +95,13 @@ class TileSwizzleSmem(Pass):
                 st.attributes["swizzle"] = best.layout["swizzle"]
 
 
-def _padded_as_well(kernel: T.KernelOp, stage: T.StageOp, swizzled: banks.Candidate) -> banks.Candidate | None:
+def _padded_as_well(
+    kernel: T.KernelOp, stage: T.StageOp, swizzled: banks_layouts.Candidate
+) -> banks_layouts.Candidate | None:
     """The best pad of the stage when it takes no more wavefronts than `swizzled` (None otherwise): a pad moves
     rows by a constant that folds into each access's offset, where a swizzle XORs every address (instructions and
     registers in the inner loop: the A-transposed product of a K-major weight spilled under it)."""
-    _, best, _ = banks.choose(stage, [{"pad": p} for p in heuristic().smem_pads(kernel, stage)])
+    _, best, _ = banks_layouts.choose(stage, [{"pad": p} for p in heuristic().smem_pads(kernel, stage)])
     return (
         best
         if "pad" in best.layout and best.layout["pad"] and best.cost.wavefronts <= swizzled.cost.wavefronts

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from irforge.dialects import tile as T
-from irforge.passes.tile import banks
+from irforge.passes.tile import banks_layouts
 from irforge.passes.tile.heuristics import heuristic
 from irforge.passes.tile_to_kernel.memory import why_not_tma
 
@@ -43,7 +43,7 @@ class TileTma(Pass):
         if not isinstance(op, T.KernelOp) or self.stages == "none" or not target().has("tma"):
             return
         for st in [s for s in op.walk() if isinstance(s, T.StageOp) and s.copy != "tma"]:
-            with banks.trying(st, {"copy": "tma"}):
+            with banks_layouts.trying(st, {"copy": "tma"}):
                 why = why_not_tma(st)
             if why is None and self.stages == "auto" and not heuristic().copy_engine(op, st):
                 why = "stays a copy by the threads: single-buffered, or a layout the engine cannot write costs less"

@@ -20,7 +20,7 @@ import re
 import time
 from pathlib import Path
 
-from irforge.tune.tuner import CONFIRM
+from irforge.tune.tuner_measure import CONFIRM
 
 BEST_THREADS = 64
 
