@@ -164,7 +164,6 @@ def _root(v: Value) -> Value:
 def _hoist(block: Block, read_only: set[Value], budget: int) -> int:
     """Move the block's eligible loads (and their address ops) up; the number moved."""
     hoisted: list[K.LoadOp] = []
-    last: dict[int, K.LoadOp] = {}  # by floor: the load moved last, which the next one stays behind (their order)
     for load in [o for o in block.ops if isinstance(o, K.LoadOp) and o.mem in read_only]:
         t = load.result.type
         nbytes = t.numel * t.dtype.bytes if isinstance(t, TensorType) else t.bytes
@@ -173,7 +172,7 @@ def _hoist(block: Block, read_only: set[Value], budget: int) -> int:
             continue
         ops = block.ops
         floor = _floor(block)
-        behind = ops.index(last[floor]) if floor in last else -1
+        behind = ops.index(hoisted[-1]) if hoisted else -1  # the loads moved before it keep their order
         target = max([floor, behind, *(_def_index(v, block, chain) for c in chain for v in c.operands)]) + 1
         if not any(_holds_back(o) for o in ops[target : ops.index(load)] if o not in chain):
             continue  # nothing ptxas would not move it across itself
@@ -182,7 +181,6 @@ def _hoist(block: Block, read_only: set[Value], budget: int) -> int:
             target += 1
         budget -= nbytes
         hoisted.append(load)
-        last[floor] = load
     return len(hoisted)
 
 
